@@ -1,0 +1,34 @@
+"""The one key hash of the cluster: low 40 bits of XXH64(key, seed=0).
+
+The C++ twin is proto/cpp/keyhash.h; both are checked against proto/wire_vectors.json.
+"""
+from __future__ import annotations
+
+import xxhash
+
+HASH_BITS = 40
+HASH_MASK = (1 << HASH_BITS) - 1
+
+PREFIX_GET = 0xAA
+PREFIX_OTHER = 0xBA
+
+
+def key_hash(key: bytes) -> int:
+    """40-bit hash carried in the low 5 bytes of the destination MAC."""
+    return xxhash.xxh64_intdigest(key, seed=0) & HASH_MASK
+
+
+def request_mac(prefix: int, khash: int) -> bytes:
+    """Destination MAC of a request: prefix byte + 40-bit hash, big-endian."""
+    return bytes([prefix]) + (khash & HASH_MASK).to_bytes(5, "big")
+
+
+def mac_str(mac: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in mac)
+
+
+def mac_bytes(mac: str) -> bytes:
+    parts = mac.split(":")
+    if len(parts) != 6:
+        raise ValueError(f"not a MAC address: {mac!r}")
+    return bytes(int(p, 16) for p in parts)

@@ -1,0 +1,136 @@
+#include "cluster.h"
+
+#include <arpa/inet.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace exo {
+namespace {
+
+using json = nlohmann::json;
+
+template <typename T>
+T field(const json& j, const char* name, const std::string& where) {
+  if (!j.contains(name)) throw ClusterError(where + "." + name + ": missing");
+  try {
+    return j.at(name).get<T>();
+  } catch (const json::exception& e) {
+    throw ClusterError(where + "." + name + ": " + e.what());
+  }
+}
+
+void fill_node(const json& j, NodeInfo& n, const std::string& where) {
+  n.name = field<std::string>(j, "name", where);
+  try {
+    n.mac = parse_mac(field<std::string>(j, "mac", where));
+    n.ip = parse_ipv4(field<std::string>(j, "ip", where));
+  } catch (const ClusterError& e) {
+    throw ClusterError(where + ": " + e.what());
+  }
+  n.switch_port = field<uint32_t>(j, "switch_port", where);
+  n.iface = field<std::string>(j, "iface", where);
+}
+
+}  // namespace
+
+Mac parse_mac(const std::string& s) {
+  Mac m{};
+  unsigned b[6];
+  char extra;
+  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                  &extra) != 6)
+    throw ClusterError("not a MAC address: '" + s + "'");
+  for (int i = 0; i < 6; ++i) m[i] = static_cast<uint8_t>(b[i]);
+  return m;
+}
+
+uint32_t parse_ipv4(const std::string& s) {
+  in_addr a{};
+  if (inet_pton(AF_INET, s.c_str(), &a) != 1) throw ClusterError("not an IPv4 address: '" + s + "'");
+  return ntohl(a.s_addr);
+}
+
+std::string format_mac(const uint8_t* mac) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+                mac[4], mac[5]);
+  return buf;
+}
+
+const CacheNodeInfo* Cluster::find_cache(const std::string& name) const {
+  for (const auto& c : cache_nodes)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+const DbNodeInfo* Cluster::find_db(const std::string& name) const {
+  for (const auto& d : db_nodes)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+Cluster load_cluster(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ClusterError(path + ": cannot open");
+  json j;
+  try {
+    in >> j;
+  } catch (const json::exception& e) {
+    throw ClusterError(path + ": not valid JSON: " + e.what());
+  }
+  Cluster c;
+  const std::string w = path + ": ";
+  const json& cl = j.at("cluster");
+  c.mtu = field<uint32_t>(cl, "mtu", w + "cluster");
+  c.udp_port = field<uint16_t>(cl, "udp_port", w + "cluster");
+  c.service_ip = parse_ipv4(field<std::string>(cl, "service_ip", w + "cluster"));
+  c.partition_bits = field<uint32_t>(j.at("switch"), "partition_bits", w + "switch");
+  c.controller_grpc = field<std::string>(j.at("controller"), "grpc", w + "controller");
+
+  const json& caches = j.at("cache_nodes");
+  for (size_t i = 0; i < caches.size(); ++i) {
+    const std::string where = w + "cache_nodes[" + std::to_string(i) + "]";
+    CacheNodeInfo n;
+    fill_node(caches[i], n, where);
+    n.grpc = field<std::string>(caches[i], "grpc", where);
+    n.capacity = field<uint32_t>(caches[i], "capacity", where);
+    n.lcores = field<std::string>(caches[i], "lcores", where);
+    n.burst = field<uint32_t>(caches[i], "burst", where);
+    n.idle_sleep_us = field<uint32_t>(caches[i], "idle_sleep_us", where);
+    n.eal_args = field<std::vector<std::string>>(caches[i], "eal_args", where);
+    c.cache_nodes.push_back(std::move(n));
+  }
+  const json& dbs = j.at("db_nodes");
+  for (size_t i = 0; i < dbs.size(); ++i) {
+    const std::string where = w + "db_nodes[" + std::to_string(i) + "]";
+    DbNodeInfo n;
+    fill_node(dbs[i], n, where);
+    n.grpc = field<std::string>(dbs[i], "grpc", where);
+    n.data_dir = field<std::string>(dbs[i], "data_dir", where);
+    n.threads = field<uint32_t>(dbs[i], "threads", where);
+    n.sync_writes = field<bool>(dbs[i], "sync_writes", where);
+    if (!dbs[i].at("cache_node").is_null()) n.cache_node = field<std::string>(dbs[i], "cache_node", where);
+    c.db_nodes.push_back(std::move(n));
+  }
+  for (size_t i = 0; i < j.at("clients").size(); ++i) {
+    NodeInfo n;
+    fill_node(j.at("clients")[i], n, w + "clients[" + std::to_string(i) + "]");
+    c.clients.push_back(std::move(n));
+  }
+  const auto owners = field<std::vector<std::string>>(j, "partitions", w.substr(0, w.size() - 2));
+  if (owners.size() != (size_t{1} << c.partition_bits))
+    throw ClusterError(w + "partitions: expected 2^partition_bits entries");
+  for (size_t s = 0; s < owners.size(); ++s) {
+    uint32_t idx = UINT32_MAX;
+    for (size_t d = 0; d < c.db_nodes.size(); ++d)
+      if (c.db_nodes[d].name == owners[s]) idx = static_cast<uint32_t>(d);
+    if (idx == UINT32_MAX)
+      throw ClusterError(w + "partitions[" + std::to_string(s) + "]: unknown db node '" + owners[s] + "'");
+    c.slot_owner.push_back(idx);
+  }
+  return c;
+}
+
+}  // namespace exo

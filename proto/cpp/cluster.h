@@ -1,0 +1,73 @@
+// The resolved cluster description the nodes run from: the JSON written by
+// `exo config resolve` (controller/exo_controller/config.py validates the YAML and adds the
+// partition table, so consistent hashing is computed in exactly one place).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "keyhash.h"
+
+namespace exo {
+
+struct ClusterError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct NodeInfo {
+  std::string name;
+  Mac mac{};
+  uint32_t ip = 0;  // host order
+  uint32_t switch_port = 0;
+  std::string iface;
+};
+
+struct CacheNodeInfo : NodeInfo {
+  std::string grpc;
+  uint32_t capacity = 0;
+  std::string lcores;
+  uint32_t burst = 32;
+  uint32_t idle_sleep_us = 20;
+  std::vector<std::string> eal_args;
+};
+
+struct DbNodeInfo : NodeInfo {
+  std::string grpc;
+  std::string data_dir;
+  uint32_t threads = 1;
+  bool sync_writes = true;
+  std::string cache_node;  // may be empty (no cache nodes)
+};
+
+struct Cluster {
+  uint32_t mtu = 1500;
+  uint16_t udp_port = 7777;
+  uint32_t service_ip = 0;
+  uint32_t partition_bits = 8;
+  std::string controller_grpc;
+  std::vector<CacheNodeInfo> cache_nodes;
+  std::vector<DbNodeInfo> db_nodes;
+  std::vector<NodeInfo> clients;
+  std::vector<uint32_t> slot_owner;  // slot -> index into db_nodes
+
+  // Index into db_nodes of the node owning this 40-bit key hash.
+  uint32_t owner_index(uint64_t hash40) const {
+    return slot_owner[(hash40 & kHashMask) >> (kHashBits - partition_bits)];
+  }
+  const DbNodeInfo& owner(uint64_t hash40) const { return db_nodes[owner_index(hash40)]; }
+
+  const CacheNodeInfo* find_cache(const std::string& name) const;
+  const DbNodeInfo* find_db(const std::string& name) const;
+};
+
+// Throws ClusterError naming the file and field on any problem.
+Cluster load_cluster(const std::string& path);
+
+Mac parse_mac(const std::string& s);        // throws ClusterError
+uint32_t parse_ipv4(const std::string& s);  // throws ClusterError; host order
+std::string format_mac(const uint8_t* mac);
+
+}  // namespace exo

@@ -1,0 +1,38 @@
+// The one key hash of the cluster: low 40 bits of XXH64(key, seed=0).
+// Python twin: client-lib/exoskeleton/keyhash.py; vectors: proto/wire_vectors.json.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include <xxhash.h>
+
+namespace exo {
+
+inline constexpr int kHashBits = 40;
+inline constexpr uint64_t kHashMask = (uint64_t{1} << kHashBits) - 1;
+inline constexpr uint8_t kPrefixGet = 0xAA;    // GETs: may match Ruleset 2 (cache)
+inline constexpr uint8_t kPrefixOther = 0xBA;  // PUT/DELETE and forwarded GETs: Ruleset 3 only
+
+using Mac = std::array<uint8_t, 6>;
+
+inline uint64_t key_hash(std::span<const uint8_t> key) {
+  return XXH64(key.data(), key.size(), 0) & kHashMask;
+}
+
+inline Mac request_mac(uint8_t prefix, uint64_t hash40) {
+  Mac m{};
+  m[0] = prefix;
+  for (int i = 0; i < 5; ++i) m[1 + i] = static_cast<uint8_t>(hash40 >> (8 * (4 - i)));
+  return m;
+}
+
+// The 40-bit hash carried in bytes 1..5 of a request's destination MAC.
+inline uint64_t hash_from_mac(const uint8_t* mac) {
+  uint64_t h = 0;
+  for (int i = 1; i < 6; ++i) h = (h << 8) | mac[i];
+  return h;
+}
+
+}  // namespace exo

@@ -1,0 +1,61 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "cluster.h"
+
+namespace {
+
+std::string write_tmp(const std::string& text) {
+  char path[] = "/tmp/exo_cluster_testXXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kGood = R"({
+ "cluster": {"name": "t", "mtu": 1500, "udp_port": 7777, "service_ip": "10.0.0.254"},
+ "switch": {"partition_bits": 1},
+ "controller": {"grpc": "unix:/tmp/c.sock"},
+ "cache_nodes": [{"name": "cache0", "mac": "02:00:00:00:01:01", "ip": "10.0.1.1", "switch_port": 1,
+   "iface": "cache0-eth0", "grpc": "unix:/tmp/x", "capacity": 10, "lcores": "0", "burst": 32,
+   "idle_sleep_us": 20, "eal_args": []}],
+ "db_nodes": [
+  {"name": "db0", "mac": "02:00:00:00:02:01", "ip": "10.0.2.1", "switch_port": 2, "iface": "db0-eth0",
+   "grpc": "unix:/tmp/d0", "data_dir": "/tmp/d0", "threads": 1, "sync_writes": false, "cache_node": "cache0"},
+  {"name": "db1", "mac": "02:00:00:00:02:02", "ip": "10.0.2.2", "switch_port": 3, "iface": "db1-eth0",
+   "grpc": "unix:/tmp/d1", "data_dir": "/tmp/d1", "threads": 1, "sync_writes": true, "cache_node": null}],
+ "clients": [],
+ "partitions": ["db1", "db0"]
+})";
+
+TEST(Cluster, LoadsResolvedJson) {
+  auto c = exo::load_cluster(write_tmp(kGood));
+  ASSERT_EQ(c.db_nodes.size(), 2u);
+  EXPECT_EQ(c.owner(0).name, "db1");                            // top bit 0 -> slot 0
+  EXPECT_EQ(c.owner(uint64_t{1} << 39).name, "db0");            // top bit 1 -> slot 1
+  EXPECT_EQ(c.db_nodes[0].cache_node, "cache0");
+  EXPECT_EQ(c.db_nodes[1].cache_node, "");
+  EXPECT_EQ(c.cache_nodes[0].mac[5], 0x01);
+  EXPECT_EQ(c.db_nodes[1].ip, 0x0a000202u);
+}
+
+TEST(Cluster, ErrorsNameTheField) {
+  std::string bad = kGood;
+  bad.replace(bad.find("02:00:00:00:02:02"), 17, "zz:00:00:00:02:02");
+  try {
+    exo::load_cluster(write_tmp(bad));
+    FAIL() << "expected ClusterError";
+  } catch (const exo::ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("db_nodes[1]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Cluster, MissingFileIsAClearError) {
+  EXPECT_THROW(exo::load_cluster("/nonexistent/cluster.json"), exo::ClusterError);
+}
+
+}  // namespace
