@@ -1,0 +1,35 @@
+# Exoskeleton. `make demo` runs the main job, `make test` the tests; both install what they
+# need first (scripts/install-deps.sh) and are safe to run again.
+SHELL := /bin/bash
+BUILD ?= build
+PY := .venv/bin/python
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps build test test-unit test-cpp test-integration demo clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+	@ninja -C $(BUILD) -j $(JOBS)
+
+test: build
+	@scripts/run-tests.sh
+
+test-cpp: build
+	@ctest --test-dir $(BUILD) --output-on-failure
+
+test-unit: deps
+	@$(PY) -m pytest -q tests/unit
+
+test-integration: build
+	@$(PY) -m pytest -q -m mininet tests/integration
+
+demo: build
+	@.venv/bin/exo demo
+
+clean:
+	rm -rf $(BUILD) results run

@@ -1,0 +1,1 @@
+"""Exoskeleton client library: `from exoskeleton import Client`."""

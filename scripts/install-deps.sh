@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs everything Exoskeleton needs on Debian 12 (as root). Safe to run again: it skips
+# what is already there. Called by `make deps` (and so by `make demo` and `make test`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  openvswitch-switch mininet iproute2 iputils-ping ethtool tcpdump procps
+  dpdk-dev libnuma-dev libpcap-dev libbsd-dev libelf-dev libibverbs-dev
+  librocksdb-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev libxxhash-dev nlohmann-json3-dev libcli11-dev
+  python3-venv python3-pip
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "==> apt-get install ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "==> Debian packages: all present"
+fi
+
+# Mininet is packaged for Debian's /usr/bin/python3, so the venv is made from it and sees
+# the system site-packages (see shared ENVIRONMENT notes).
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv"
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+stamp=.venv/.exo-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "==> pip install -e .[test]"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[test]'
+  touch "$stamp"
+else
+  echo "==> Python packages: up to date"
+fi
+
+# Python gRPC stubs (generated, not committed).
+if [ ! -f proto/exoproto/control_pb2_grpc.py ] || [ proto/exoproto/control.proto -nt proto/exoproto/control_pb2_grpc.py ]; then
+  echo "==> generating Python gRPC stubs"
+  .venv/bin/python -m grpc_tools.protoc -I proto --python_out=proto --grpc_python_out=proto \
+    proto/exoproto/control.proto
+fi

@@ -1,0 +1,1 @@
+"""`exo` command line."""

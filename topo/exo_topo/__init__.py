@@ -1,0 +1,1 @@
+"""Mininet topology and cluster lifecycle for Exoskeleton."""
