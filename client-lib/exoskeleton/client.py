@@ -1,0 +1,201 @@
+"""The Exoskeleton client: GET/SET/DELETE over raw Ethernet frames.
+
+The client keeps no cluster state: the key hash in the destination MAC is all the switch
+needs. Requests are pipelined (up to `window` in flight); each is resent with the same
+(client_id, seq) after `timeout` seconds, at most `retries` times.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Optional
+
+from . import wire
+from .errors import KeyTooLong, ServerError, Timeout, ValueTooLarge
+from .rawio import RawIO
+
+STATUS_NAMES = {wire.ST_OK: "OK", wire.ST_NOT_FOUND: "NOT_FOUND", wire.ST_ERROR: "ERROR",
+                wire.ST_BAD_REQUEST: "BAD_REQUEST", wire.ST_BUSY: "BUSY"}
+
+
+@dataclass(frozen=True)
+class Request:
+    op: int
+    key: bytes
+    value: bytes = b""
+
+
+@dataclass(frozen=True)
+class Result:
+    request: Request
+    status: Optional[int]  # None: no reply after every resend
+    value: bytes
+    flags: int
+    latency_s: float
+    attempts: int
+
+    @property
+    def from_cache(self) -> bool:
+        return bool(self.flags & wire.FLAG_FROM_CACHE)
+
+
+@dataclass
+class _InFlight:
+    request: Request
+    frame: bytes
+    first_sent: float
+    deadline: float
+    attempts: int
+
+
+class Client:
+    """Talks to an Exoskeleton cluster through `iface` (needs CAP_NET_RAW)."""
+
+    def __init__(self, iface: str, *, timeout: float = 0.25, retries: int = 4, mtu: int = 1500,
+                 udp_port: int = 7777, service_ip: str = "10.0.0.254", window: int = 32,
+                 client_id: Optional[int] = None, io=None):
+        self.io = io if io is not None else RawIO(iface)  # io: tests pass a fake
+        self.timeout = timeout
+        self.retries = retries
+        self.max_kv = wire.max_kv_bytes(mtu)
+        self.udp_port = udp_port
+        self.service_ip = socket.inet_aton(service_ip)
+        self.window = window
+        self.client_id = client_id if client_id is not None else int.from_bytes(os.urandom(4), "big")
+        self._seq = 0
+        self.stats = {"sent": 0, "resent": 0, "replies": 0, "stray_replies": 0, "timeouts": 0}
+
+    # ---- public API ----
+    def get(self, key: bytes, timeout: Optional[float] = None) -> Optional[bytes]:
+        """The value, or None if the key does not exist."""
+        r = self._one(Request(wire.OP_GET, key), timeout)
+        return r.value if r.status == wire.ST_OK else None
+
+    def set(self, key: bytes, value: bytes, timeout: Optional[float] = None) -> None:
+        self._one(Request(wire.OP_PUT, key, value), timeout)
+
+    def delete(self, key: bytes, timeout: Optional[float] = None) -> None:
+        self._one(Request(wire.OP_DELETE, key), timeout)
+
+    def get_many(self, keys: Iterable[bytes], timeout: Optional[float] = None) -> dict[bytes, Optional[bytes]]:
+        keys = list(keys)
+        results = self.execute([Request(wire.OP_GET, k) for k in keys], timeout=timeout)
+        lost = [r.request.key for r in results if r.status is None]
+        if lost:
+            raise Timeout(f"no reply for {len(lost)} of {len(keys)} keys", lost)
+        for r in results:
+            _raise_for_status(r)
+        return {r.request.key: (r.value if r.status == wire.ST_OK else None) for r in results}
+
+    def execute(self, requests: list[Request], timeout: Optional[float] = None) -> list[Result]:
+        """Run requests pipelined; results in request order. Never raises Timeout (status None)."""
+        for req in requests:
+            self.check(req)
+        out: list[Optional[Result]] = [None] * len(requests)
+        index = {id(r): i for i, r in enumerate(requests)}
+
+        def collect(res: Result) -> None:
+            out[index[id(res.request)]] = res
+
+        self.stream(iter(requests), collect, timeout=timeout)
+        return out  # type: ignore[return-value]
+
+    def stream(self, requests: Iterator[Request], on_result: Callable[[Result], None],
+               timeout: Optional[float] = None, stop_at: Optional[float] = None) -> None:
+        """Keep up to `window` requests in flight until `requests` is exhausted (or the
+        monotonic time `stop_at` passes), calling on_result for each finished request."""
+        timeout = self.timeout if timeout is None else timeout
+        inflight: dict[int, _InFlight] = {}
+        exhausted = False
+        while True:
+            now = time.monotonic()
+            while not exhausted and len(inflight) < self.window and (stop_at is None or now < stop_at):
+                req = next(requests, None)
+                if req is None:
+                    exhausted = True
+                    break
+                self.check(req)
+                seq = self._next_seq()
+                frame = self._frame(req, seq)
+                self.io.send(frame)
+                self.stats["sent"] += 1
+                inflight[seq] = _InFlight(req, frame, now, now + timeout, 1)
+            if not inflight and (exhausted or (stop_at is not None and now >= stop_at)):
+                return
+            next_deadline = min(f.deadline for f in inflight.values())
+            data = self.io.recv(next_deadline - time.monotonic())
+            if data is not None:
+                self._on_reply(data, inflight, on_result)
+            now = time.monotonic()
+            for seq, f in list(inflight.items()):
+                if f.deadline > now:
+                    continue
+                if f.attempts > self.retries:
+                    del inflight[seq]
+                    self.stats["timeouts"] += 1
+                    on_result(Result(f.request, None, b"", 0, now - f.first_sent, f.attempts))
+                else:
+                    self.io.send(f.frame)  # same (client_id, seq): the node sees a resend
+                    self.stats["resent"] += 1
+                    f.attempts += 1
+                    f.deadline = now + timeout
+
+    def check(self, req: Request) -> None:
+        if not 1 <= len(req.key) <= wire.MAX_KEY_LEN:
+            raise KeyTooLong(f"key is {len(req.key)} bytes; keys are 1..{wire.MAX_KEY_LEN} bytes")
+        reply_value = len(req.value) if req.op == wire.OP_PUT else 0
+        if len(req.key) + reply_value > self.max_kv:
+            raise ValueTooLarge(f"key + value is {len(req.key) + reply_value} bytes; at this MTU "
+                                f"at most {self.max_kv} fit one frame")
+
+    def close(self) -> None:
+        self.io.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- internals ----
+    def _one(self, req: Request, timeout: Optional[float]) -> Result:
+        res = self.execute([req], timeout=timeout)[0]
+        if res.status is None:
+            what = "GET" if req.op == wire.OP_GET else "write (outcome unknown: it may have been applied)"
+            raise Timeout(f"{what} of {req.key!r}: no reply after {res.attempts} attempts", [req.key])
+        _raise_for_status(res)
+        return res
+
+    def _next_seq(self) -> int:
+        self._seq = (self._seq + 1) & 0xFFFFFFFF
+        return self._seq
+
+    def _frame(self, req: Request, seq: int) -> bytes:
+        msg = wire.Message(req.op, 0, 0, self.client_id, seq, req.key, req.value)
+        return wire.encode_frame(wire.request_dst_mac(req.op, req.key), self.io.mac, self.io.ip,
+                                 self.service_ip, self.io.port, self.udp_port, msg)
+
+    def _on_reply(self, data: bytes, inflight: dict[int, _InFlight],
+                  on_result: Callable[[Result], None]) -> None:
+        try:
+            msg = wire.decode_payload(data)
+        except wire.MalformedFrame:
+            self.stats["stray_replies"] += 1
+            return
+        f = inflight.get(msg.seq)
+        if msg.client_id != self.client_id or not msg.is_reply or f is None or msg.key != f.request.key:
+            self.stats["stray_replies"] += 1  # e.g. the second answer to a resent request
+            return
+        del inflight[msg.seq]
+        self.stats["replies"] += 1
+        on_result(Result(f.request, msg.status, msg.value, msg.flags,
+                         time.monotonic() - f.first_sent, f.attempts))
+
+
+def _raise_for_status(res: Result) -> None:
+    if res.status in (wire.ST_OK, wire.ST_NOT_FOUND):
+        return
+    name = STATUS_NAMES.get(res.status, str(res.status))
+    raise ServerError(f"{name} for key {res.request.key!r}", res.status, res.request.key)

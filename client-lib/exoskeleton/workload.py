@@ -1,0 +1,161 @@
+"""Workload worker, run inside a client host by `exo demo` and the experiments:
+
+    python -m exoskeleton.workload --iface client0-eth0 load --first 0 --count 50000 --out r.json
+    python -m exoskeleton.workload --iface client0-eth0 run --duration 30 --alpha 0.99 --out r.json
+
+Prints one JSON object per line on stdout while it works ({"progress": ...}) and writes its
+result to --out (JSON, plus latencies as .npy beside it), so nothing has to parse free text.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import wire
+from .client import Client, Request, Result
+from .keyspace import ZipfRanks, key_name
+
+
+def _value(tag: int, size: int) -> bytes:
+    head = b"v%d:" % tag
+    return (head + b"x" * size)[:size]
+
+
+class Tally:
+    def __init__(self):
+        self.ops = self.gets = self.puts = self.errors = self.timeouts = 0
+        self.from_cache = self.not_found = 0
+        self.latencies_us: list[float] = []
+
+    def add(self, r: Result) -> None:
+        self.ops += 1
+        if r.request.op == wire.OP_GET:
+            self.gets += 1
+        else:
+            self.puts += 1
+        if r.status is None:
+            self.timeouts += 1
+            self.errors += 1
+            return
+        if r.status not in (wire.ST_OK, wire.ST_NOT_FOUND):
+            self.errors += 1
+        if r.status == wire.ST_NOT_FOUND:
+            self.not_found += 1
+        if r.from_cache:
+            self.from_cache += 1
+        self.latencies_us.append(r.latency_s * 1e6)
+
+    def summary(self) -> dict:
+        return {"ops": self.ops, "gets": self.gets, "puts": self.puts, "errors": self.errors,
+                "timeouts": self.timeouts, "not_found": self.not_found,
+                "gets_from_cache_flag": self.from_cache}
+
+
+def _emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def run_load(c: Client, args) -> Tally:
+    t = Tally()
+    last = time.monotonic()
+
+    def reqs():
+        for rank in range(args.first, args.first + args.count):
+            yield Request(wire.OP_PUT, key_name(rank), _value(rank, args.value_size))
+
+    def on(r: Result) -> None:
+        nonlocal last
+        t.add(r)
+        now = time.monotonic()
+        if now - last >= 0.5:
+            last = now
+            _emit({"progress": t.ops, "total": args.count, "errors": t.errors})
+
+    c.stream(reqs(), on)
+    return t
+
+
+def run_mix(c: Client, args) -> Tally:
+    t = Tally()
+    zipf = ZipfRanks(args.keys, args.alpha, seed=args.seed)
+    rng = np.random.default_rng(args.seed + 1)
+    start = time.monotonic()
+    stop_at = start + args.duration
+    last = start
+    per_second: list[int] = []
+    tag = args.seed << 20
+
+    def reqs():
+        nonlocal tag
+        while True:
+            ranks = zipf.sample(1024)
+            is_get = rng.random(1024) < args.get_ratio
+            for rank, g in zip(ranks, is_get):
+                if g:
+                    yield Request(wire.OP_GET, key_name(int(rank)))
+                else:
+                    tag += 1
+                    yield Request(wire.OP_PUT, key_name(int(rank)), _value(tag, args.value_size))
+
+    def on(r: Result) -> None:
+        nonlocal last
+        t.add(r)
+        now = time.monotonic()
+        if now - last >= 1.0:
+            last = now
+            per_second.append(t.ops)
+            _emit({"progress": round(now - start, 2), "total": args.duration, "ops": t.ops,
+                   "errors": t.errors})
+
+    c.stream(reqs(), on, stop_at=stop_at)
+    t.per_second_cumulative = per_second  # type: ignore[attr-defined]
+    return t
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m exoskeleton.workload")
+    p.add_argument("--iface", required=True)
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--window", type=int, default=16)
+    p.add_argument("--timeout", type=float, default=0.25)
+    p.add_argument("--retries", type=int, default=4)
+    p.add_argument("--mtu", type=int, default=1500)
+    p.add_argument("--udp-port", type=int, default=7777)
+    p.add_argument("--service-ip", default="10.0.0.254")
+    p.add_argument("--value-size", type=int, default=128)
+    p.add_argument("--seed", type=int, default=1)
+    sub = p.add_subparsers(dest="mode", required=True)
+    lo = sub.add_parser("load", help="PUT keys key:first .. key:first+count-1")
+    lo.add_argument("--first", type=int, default=0)
+    lo.add_argument("--count", type=int, required=True)
+    mx = sub.add_parser("run", help="Zipf GET/PUT mix for a fixed time")
+    mx.add_argument("--keys", type=int, default=100_000)
+    mx.add_argument("--alpha", type=float, default=0.99)
+    mx.add_argument("--get-ratio", type=float, default=0.95)
+    mx.add_argument("--duration", type=float, default=30.0)
+    args = p.parse_args(argv)
+
+    with Client(args.iface, timeout=args.timeout, retries=args.retries, mtu=args.mtu,
+                udp_port=args.udp_port, service_ip=args.service_ip, window=args.window) as c:
+        t0 = time.monotonic()
+        tally = run_load(c, args) if args.mode == "load" else run_mix(c, args)
+        elapsed = time.monotonic() - t0
+        lat_path = args.out.with_suffix(".latency_us.npy")
+        np.save(lat_path, np.asarray(tally.latencies_us, dtype=np.float32))
+        result = {"mode": args.mode, "elapsed_s": elapsed, **tally.summary(),
+                  "client_stats": c.stats, "latency_file": str(lat_path)}
+        if hasattr(tally, "per_second_cumulative"):
+            result["ops_cumulative_per_second"] = tally.per_second_cumulative
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    _emit({"done": True})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Client behaviour against a fake I/O layer: sizes refused before sending, resends keep the
+request id, stray replies are ignored, statuses map to named exceptions."""
+import pytest
+
+from exoskeleton import Client, KeyTooLong, ServerError, Timeout, ValueTooLarge, wire
+
+
+class FakeIO:
+    """Records sent frames; answers according to `behaviour(frame_msg, attempt) -> reply|None`."""
+
+    mac = bytes.fromhex("020000000301")
+    ip = bytes([10, 0, 3, 1])
+    port = 40000
+
+    def __init__(self, behaviour):
+        self.behaviour = behaviour
+        self.sent = []
+        self.queue = []
+
+    def send(self, frame):
+        f = wire.decode_frame(frame)
+        self.sent.append(f)
+        attempt = sum(1 for s in self.sent if s.msg.seq == f.msg.seq)
+        for reply in self.behaviour(f.msg, attempt) or []:
+            self.queue.append(wire.encode_payload(reply))
+
+    def recv(self, timeout):
+        return self.queue.pop(0) if self.queue else None
+
+    def close(self):
+        pass
+
+
+def reply_to(msg, status=wire.ST_OK, value=b"", flags=0, **kw):
+    return wire.Message(msg.opcode | wire.OP_REPLY, status, flags, kw.get("client_id", msg.client_id),
+                        kw.get("seq", msg.seq), kw.get("key", msg.key), value)
+
+
+def make(behaviour, **kw):
+    return Client("fake0", io=FakeIO(behaviour), timeout=0.01, retries=2, **kw)
+
+
+def test_key_too_long_and_empty_refused_before_sending():
+    c = make(lambda m, a: [reply_to(m)])
+    with pytest.raises(KeyTooLong):
+        c.get(b"k" * 251)
+    with pytest.raises(KeyTooLong):
+        c.set(b"", b"v")
+    assert c.io.sent == []
+
+
+def test_value_too_large_refused_at_mtu():
+    c = make(lambda m, a: [reply_to(m)], mtu=1500)
+    c.set(b"k", b"v" * 1451)  # exactly fits: 1 + 1451 = 1452
+    with pytest.raises(ValueTooLarge):
+        c.set(b"k", b"v" * 1452)
+    assert len(c.io.sent) == 1
+
+
+def test_get_found_not_found():
+    store = {b"a": b"1"}
+
+    def node(m, attempt):
+        if m.key in store:
+            return [reply_to(m, value=store[m.key])]
+        return [reply_to(m, status=wire.ST_NOT_FOUND)]
+
+    c = make(node)
+    assert c.get(b"a") == b"1"
+    assert c.get(b"b") is None
+    assert c.get_many([b"a", b"b"]) == {b"a": b"1", b"b": None}
+
+
+def test_resend_keeps_request_id_and_succeeds():
+    c = make(lambda m, attempt: [reply_to(m, value=b"x")] if attempt == 3 else None)
+    assert c.get(b"k") == b"x"
+    seqs = {(f.msg.client_id, f.msg.seq) for f in c.io.sent}
+    assert len(c.io.sent) == 3 and len(seqs) == 1
+    assert c.stats["resent"] == 2
+
+
+def test_timeout_after_retries_names_unknown_write_outcome():
+    c = make(lambda m, a: None)
+    with pytest.raises(Timeout) as err:
+        c.set(b"k", b"v")
+    assert "unknown" in str(err.value) and err.value.keys == [b"k"]
+    assert len(c.io.sent) == 3  # first try + 2 retries
+
+
+def test_stray_and_mismatched_replies_ignored():
+    def node(m, attempt):
+        return [reply_to(m, seq=m.seq + 1000), reply_to(m, client_id=m.client_id ^ 1),
+                reply_to(m, key=b"other"), reply_to(m, value=b"real")]
+
+    c = make(node)
+    assert c.get(b"k") == b"real"
+    assert c.stats["stray_replies"] == 3
+
+
+def test_server_error_status_raises_named_exception():
+    c = make(lambda m, a: [reply_to(m, status=wire.ST_ERROR)])
+    with pytest.raises(ServerError) as err:
+        c.set(b"k", b"v")
+    assert err.value.status == wire.ST_ERROR
+
+
+def test_pipelined_execute_keeps_order_and_window():
+    c = make(lambda m, a: [reply_to(m, value=m.key)], window=4)
+    keys = [f"k{i}".encode() for i in range(50)]
+    from exoskeleton import Request
+    res = c.execute([Request(wire.OP_GET, k) for k in keys])
+    assert [r.value for r in res] == keys
+    assert all(r.attempts == 1 for r in res)
+
+
+def test_get_reply_flag_from_cache():
+    c = make(lambda m, a: [reply_to(m, value=b"v", flags=wire.FLAG_FROM_CACHE)])
+    from exoskeleton import Request
+    (res,) = c.execute([Request(wire.OP_GET, b"k")])
+    assert res.from_cache

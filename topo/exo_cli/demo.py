@@ -1,0 +1,175 @@
+"""`exo demo`: bring up the cluster of configs/demo.yaml in Mininet, load the keys, tell the
+cache nodes to cache the hottest keys, run a Zipf GET/PUT mix, print a summary table and
+write results/demo.json. Everything is torn down at the end, also on error or Ctrl-C."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from exo_controller.config import ClusterConfig, load_config
+from exo_controller.partitions import slot_of
+from exo_topo.cluster import EmulatedCluster
+from exoproto import control_pb2 as pb
+from exoskeleton.keyhash import key_hash
+from exoskeleton.keyspace import ZipfRanks, key_name
+
+from .workers import Workers
+
+console = Console()
+
+
+def hot_keys_by_cache_node(cfg: ClusterConfig, n_hot: int) -> dict[str, list[bytes]]:
+    """The n hottest keys, each assigned to the cache node serving its owning db node."""
+    table = cfg.partitions()
+    out: dict[str, list[bytes]] = defaultdict(list)
+    for rank in range(n_hot):
+        key = key_name(rank)
+        owner = table[slot_of(key_hash(key), cfg.switch.partition_bits)]
+        out[cfg.cache_node_for_db(owner)].append(key)
+    return dict(out)
+
+
+def _progress_bar(label: str) -> Progress:
+    return Progress(TextColumn(f"[bold]{label}"), BarColumn(), TextColumn("{task.description}"),
+                    TimeElapsedColumn(), console=console, transient=False)
+
+
+def _follow(workers: Workers, label: str, total: float, describe) -> None:
+    with _progress_bar(label) as bar:
+        task = bar.add_task("", total=total)
+        while workers.running():
+            done = sum(p.get("progress", 0) for p in workers.progress.values())
+            if label.startswith("run"):
+                done = min(p.get("progress", 0) for p in workers.progress.values())
+            bar.update(task, completed=done, description=describe(workers.progress))
+            time.sleep(0.25)
+        bar.update(task, completed=total, description=describe(workers.progress))
+
+
+def _counters(cl: EmulatedCluster) -> dict[str, dict[str, int]]:
+    names = [n.name for n in [*cl.cfg.cache_nodes, *cl.cfg.db_nodes]]
+    return {n: cl.stubs.stats(n) for n in names}
+
+
+def _delta(after: dict, before: dict) -> dict:
+    return {node: {k: v - before.get(node, {}).get(k, 0) for k, v in c.items()} for node, c in after.items()}
+
+
+def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, duration: float,
+             alpha: float, get_ratio: float, value_size: int, window: int) -> dict:
+    cfg = load_config(config)
+    if not cfg.clients:
+        raise SystemExit(f"{config}: the demo needs at least one client")
+    for d in cfg.db_nodes:  # a fresh store every run, so figures are comparable
+        shutil.rmtree(d.data_dir, ignore_errors=True)
+    console.print(f"[bold]Exoskeleton demo[/]: {len(cfg.cache_nodes)} cache nodes, "
+                  f"{len(cfg.db_nodes)} db nodes, {len(cfg.clients)} clients ({config})")
+    t_start = time.monotonic()
+    with EmulatedCluster(cfg, run_dir, config_path=config) as cl:
+        console.print(f"cluster up in {time.monotonic() - t_start:.1f} s; logs in {run_dir}")
+
+        # 1. load
+        load = Workers(cl, "load")
+        share = -(-n_keys // len(cfg.clients))
+        for i, c in enumerate(cfg.clients):
+            first, count = i * share, max(0, min(share, n_keys - i * share))
+            load.start(c.name, ["--value-size", str(value_size), "load", "--first", str(first),
+                                "--count", str(count)], window=window)
+        try:
+            _follow(load, "load ", n_keys, lambda p: f"{sum(x.get('progress', 0) for x in p.values())}/{n_keys} keys")
+            loaded = load.results()
+        finally:
+            load.kill()
+        load_errors = sum(r["errors"] for r in loaded.values())
+
+        # 2. cache the hottest keys through the real Cache RPC (FETCH + rule install)
+        cached = {}
+        for node, keys in hot_keys_by_cache_node(cfg, n_hot).items():
+            rep = cl.stubs.cache(node).Cache(pb.KeysRequest(keys=keys), timeout=60)
+            cached[node] = rep.done
+            if rep.error:
+                console.print(f"[yellow]{node}: {rep.error}")
+        console.print(f"cached {sum(cached.values())} hot keys: {cached}")
+
+        # 3. the mixed workload
+        before = _counters(cl)
+        mix = Workers(cl, "run")
+        for c in cfg.clients:
+            mix.start(c.name, ["--value-size", str(value_size), "run", "--keys", str(n_keys),
+                               "--alpha", str(alpha), "--get-ratio", str(get_ratio),
+                               "--duration", str(duration)], window=window)
+        try:
+            _follow(mix, "run  ", duration,
+                    lambda p: f"{sum(x.get('ops', 0) for x in p.values())} ops, "
+                              f"{sum(x.get('errors', 0) for x in p.values())} errors")
+            results = mix.results()
+        finally:
+            mix.kill()
+        counters = _delta(_counters(cl), before)
+        rules = cl.stubs.rules(0)
+
+    lat = np.concatenate([np.load(r["latency_file"]) for r in results.values()])
+    ops = sum(r["ops"] for r in results.values())
+    elapsed = max(r["elapsed_s"] for r in results.values())
+    by_ruleset = defaultdict(int)
+    for f in rules.flows:
+        by_ruleset[f"ruleset{f.ruleset}"] += 1
+    cache_names = {c.name for c in cfg.cache_nodes}
+    gets_from_cache = sum(c.get("hits", 0) for n, c in counters.items() if n in cache_names)
+    gets = sum(r["gets"] for r in results.values())
+    zipf = ZipfRanks(n_keys, alpha)
+    summary = {
+        "ops": ops,
+        "errors": sum(r["errors"] for r in results.values()),
+        "gets": gets,
+        "puts": sum(r["puts"] for r in results.values()),
+        "gets_from_cache": gets_from_cache,
+        "gets_from_cache_share": gets_from_cache / gets if gets else 0.0,
+        "expected_share_of_hot_keys": zipf.share_of_top(n_hot),
+        "gets_from_cache_reply_flag": sum(r["gets_from_cache_flag"] for r in results.values()),
+        "throughput_ops_s": ops / elapsed if elapsed else 0.0,
+        "duration_s": elapsed,
+        "per_node": {n: c.get("requests_served", 0) for n, c in counters.items()},
+        "latency_us": {"p50": float(np.percentile(lat, 50)) if lat.size else None,
+                       "p99": float(np.percentile(lat, 99)) if lat.size else None,
+                       "mean": float(lat.mean()) if lat.size else None},
+        "flows": {k: by_ruleset.get(k, 0) for k in ("ruleset1", "ruleset2", "ruleset3")},
+        "load": {"keys": n_keys, "errors": load_errors,
+                 "seconds": max(r["elapsed_s"] for r in loaded.values())},
+        "cached_hot_keys": cached,
+        "node_counters": counters,
+        "workload": {"alpha": alpha, "get_ratio": get_ratio, "value_size": value_size,
+                     "window_per_client": window, "clients": len(cfg.clients)},
+        "config": str(config),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    print_summary(summary, out)
+    return summary
+
+
+def print_summary(s: dict, out: Path) -> None:
+    t = Table(title="Exoskeleton demo", show_header=True)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    t.add_row("operations", f"{s['ops']:,}")
+    t.add_row("throughput", f"{s['throughput_ops_s']:,.0f} ops/s")
+    t.add_row("errors (after resends)", f"{s['errors']:,}")
+    t.add_row("GETs / PUTs", f"{s['gets']:,} / {s['puts']:,}")
+    t.add_row("GETs answered by cache nodes", f"{s['gets_from_cache']:,} ({100 * s['gets_from_cache_share']:.1f}%)")
+    t.add_row("  expected share of hot keys", f"{100 * s['expected_share_of_hot_keys']:.1f}%")
+    t.add_row("latency p50 / p99", f"{s['latency_us']['p50']:.0f} / {s['latency_us']['p99']:.0f} us")
+    t.add_row("flows: ruleset 1 / 2 / 3",
+              f"{s['flows']['ruleset1']} / {s['flows']['ruleset2']} / {s['flows']['ruleset3']}")
+    for node, served in s["per_node"].items():
+        t.add_row(f"  served by {node}", f"{served:,}")
+    console.print(t)
+    console.print(f"wrote {out}")

@@ -1,0 +1,243 @@
+"""Bring a whole Exoskeleton cluster up in Mininet and always tear it down.
+
+    with EmulatedCluster(cfg, run_dir) as cl:
+        with cl.client("client0") as c:
+            c.set(b"k", b"v")
+
+Start order: OVS daemons (if not running), the controller (root namespace), Mininet hosts and
+the switch (which connects to the controller and gets Rulesets 1 and 3), then the db nodes and
+cache nodes inside their hosts. Teardown runs in reverse from `__exit__`, so an exception or
+Ctrl-C (KeyboardInterrupt) still removes every process, host and bridge this started.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Iterator, Optional
+
+from mininet.net import Mininet
+from mininet.node import OVSSwitch, RemoteController
+
+from exo_controller.config import ClusterConfig, write_resolved
+from exoskeleton import Client
+
+from . import ovs
+from .grpc_clients import Stubs
+from .netns import in_netns
+from .topology import ExoTopo
+
+log = logging.getLogger("exo.cluster")
+REPO = Path(__file__).resolve().parents[2]
+
+
+class ClusterStartError(RuntimeError):
+    pass
+
+
+class EmulatedCluster:
+    def __init__(self, cfg: ClusterConfig, run_dir: str | Path, build_dir: str | Path | None = None,
+                 config_path: Optional[Path] = None, start_timeout: float = 60.0):
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.build_dir = Path(build_dir or os.environ.get("EXO_BUILD", REPO / "build"))
+        self.config_path = config_path
+        self.start_timeout = start_timeout
+        self.net: Optional[Mininet] = None
+        self.controller_proc: Optional[subprocess.Popen] = None
+        self.node_procs: dict[str, subprocess.Popen] = {}
+        self._started_ovs = False
+        self._logs: list = []
+        self.stubs = Stubs(cfg)
+
+    # ---- lifecycle ----
+    def __enter__(self) -> "EmulatedCluster":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._check_binaries()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for node in self.cfg.db_nodes:
+            Path(node.data_dir).mkdir(parents=True, exist_ok=True)
+        self.resolved = write_resolved(self.cfg, self.run_dir / "cluster.json")
+        cfg_path = self.config_path or self._write_yaml()
+        self._started_ovs = ovs.ensure_running()
+        ovs.delete_bridge(self.cfg.switch.bridge)  # a crashed earlier run may have left it
+        self.controller_proc = self._spawn(
+            None, "controller", [sys.executable, "-m", "exo_controller", "--config", str(cfg_path)])
+        self._wait_for(lambda: self._grpc_ok(self.stubs.controller().ListRules, 0), "controller gRPC")
+        self.net = Mininet(
+            topo=ExoTopo(self.cfg),
+            switch=partial(OVSSwitch, datapath="user", protocols="OpenFlow13", failMode="secure"),
+            controller=partial(RemoteController, ip=self.cfg.controller.openflow_host,
+                               port=self.cfg.controller.openflow_port),
+            autoSetMacs=False, autoStaticArp=True, waitConnected=False)
+        self.net.start()
+        self._set_mtu()
+        self._wait_for(self._switch_ready, "switch connected with Rulesets 1 and 3")
+        for node in self.cfg.db_nodes:
+            self._spawn_node(node.name, "db-node/exo-db-node")
+        for node in self.cfg.db_nodes:
+            self._wait_for(lambda n=node.name: self._stats_ok(n), f"{node.name} ready")
+        for node in self.cfg.cache_nodes:
+            self._spawn_node(node.name, "cache-node/exo-cache-node")
+        for node in self.cfg.cache_nodes:
+            self._wait_for(lambda n=node.name: self._stats_ok(n), f"{node.name} ready")
+        log.info("cluster up: %d cache, %d db, %d clients", len(self.cfg.cache_nodes),
+                 len(self.cfg.db_nodes), len(self.cfg.clients))
+
+    def stop(self) -> None:
+        """Idempotent; every step runs even if an earlier one fails."""
+        for name, proc in list(self.node_procs.items()):
+            _terminate(proc, name)
+        self.node_procs.clear()
+        if self.net is not None:
+            try:
+                self.net.stop()
+            except Exception as err:  # keep tearing down
+                log.warning("net.stop: %s", err)
+            self.net = None
+        ovs.delete_bridge(self.cfg.switch.bridge)
+        if self.controller_proc is not None:
+            _terminate(self.controller_proc, "controller")
+            self.controller_proc = None
+        self.stubs.close()
+        if self._started_ovs:
+            ovs.stop()
+            self._started_ovs = False
+        for f in self._logs:
+            f.close()
+        self._logs.clear()
+
+    # ---- access ----
+    def host(self, name: str):
+        assert self.net is not None
+        return self.net.get(name)
+
+    @contextmanager
+    def client(self, name: str = "client0", **kwargs) -> Iterator[Client]:
+        """A Client whose sockets live in host `name` (see netns.py)."""
+        node = self.cfg.node(name)
+        kwargs.setdefault("mtu", self.cfg.cluster.mtu)
+        kwargs.setdefault("udp_port", self.cfg.cluster.udp_port)
+        kwargs.setdefault("service_ip", self.cfg.cluster.service_ip)
+        with in_netns(self.host(name).pid):
+            c = Client(node.interface, **kwargs)
+        try:
+            yield c
+        finally:
+            c.close()
+
+    def popen_in(self, host: str, cmd: list[str], log_name: str, **kw) -> subprocess.Popen:
+        return self._spawn(host, log_name, cmd, **kw)
+
+    def kill_node(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.node_procs.pop(name)
+        proc.send_signal(sig)
+        proc.wait(timeout=10)
+
+    # ---- internals ----
+    def _check_binaries(self) -> None:
+        for rel in ("db-node/exo-db-node", "cache-node/exo-cache-node"):
+            if not (self.build_dir / rel).exists():
+                raise ClusterStartError(f"{self.build_dir / rel} is missing: run `make build` first")
+
+    def _write_yaml(self) -> Path:
+        import yaml
+        path = self.run_dir / "cluster.yaml"
+        path.write_text(yaml.safe_dump(self.cfg.model_dump(), sort_keys=False))
+        return path
+
+    def _spawn(self, host: Optional[str], log_name: str, cmd: list[str], **kw) -> subprocess.Popen:
+        logf = open(self.run_dir / f"{log_name}.log", "ab")
+        self._logs.append(logf)
+        kw.setdefault("stdout", logf)
+        kw.setdefault("stderr", subprocess.STDOUT)
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if host is None:
+            return subprocess.Popen(cmd, cwd=REPO, env=env, **kw)
+        return self.host(host).popen(cmd, cwd=str(REPO), env=env, **kw)
+
+    def _spawn_node(self, name: str, rel_binary: str) -> None:
+        cmd = [str(self.build_dir / rel_binary), "--cluster", str(self.resolved), "--name", name]
+        self.node_procs[name] = self._spawn(name, name, cmd)
+
+    def _set_mtu(self) -> None:
+        if self.cfg.cluster.mtu == 1500:
+            return
+        assert self.net is not None
+        for h in self.net.hosts:
+            h.cmd(f"ip link set dev {h.defaultIntf()} mtu {self.cfg.cluster.mtu}")
+        for sw in self.net.switches:
+            for intf in sw.intfList():
+                if intf.name != "lo":
+                    subprocess.run(["ovs-vsctl", "set", "Interface", intf.name,
+                                    f"mtu_request={self.cfg.cluster.mtu}"], check=False)
+
+    def _wait_for(self, check, what: str) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            self._check_alive()
+            if check():
+                return
+            time.sleep(0.2)
+        raise ClusterStartError(f"timed out waiting for {what}; logs in {self.run_dir}")
+
+    def _check_alive(self) -> None:
+        procs = dict(self.node_procs)
+        if self.controller_proc is not None:
+            procs["controller"] = self.controller_proc
+        for name, p in procs.items():
+            if p.poll() is not None:
+                tail = (self.run_dir / f"{name}.log").read_text(errors="replace")[-2000:]
+                raise ClusterStartError(f"{name} exited with {p.returncode}:\n{tail}")
+
+    def _grpc_ok(self, method, ruleset) -> bool:
+        from exoproto import control_pb2 as pb
+        try:
+            method(pb.ListRulesRequest(ruleset=ruleset), timeout=1.0)
+            return True
+        except Exception:
+            return False
+
+    def _switch_ready(self) -> bool:
+        try:
+            rep = self.stubs.rules(3, timeout=2.0)
+        except Exception:
+            return False
+        return rep.switch_connected and len(rep.flows) == (1 << self.cfg.switch.partition_bits)
+
+    def _stats_ok(self, name: str) -> bool:
+        try:
+            self.stubs.stats(name, timeout=1.0)
+            return True
+        except Exception:
+            return False
+
+
+def _terminate(proc: subprocess.Popen, name: str, grace: float = 5.0) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        proc.terminate()
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        log.warning("%s did not exit on SIGTERM; killing", name)
+        proc.kill()
+        proc.wait(timeout=5)
+    except ProcessLookupError:
+        pass

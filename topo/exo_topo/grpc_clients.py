@@ -1,0 +1,42 @@
+"""Small typed helpers over the generated gRPC stubs, for the CLI, tests and experiments."""
+from __future__ import annotations
+
+import grpc
+
+from exoproto import control_pb2 as pb
+from exoproto import control_pb2_grpc as rpc
+
+
+class Stubs:
+    """Channels to every node of a running cluster, by node name."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self._channels: dict[str, grpc.Channel] = {}
+
+    def _channel(self, addr: str) -> grpc.Channel:
+        if addr not in self._channels:
+            self._channels[addr] = grpc.insecure_channel(addr)
+        return self._channels[addr]
+
+    def controller(self) -> rpc.ControllerStub:
+        return rpc.ControllerStub(self._channel(self.cfg.controller.grpc))
+
+    def cache(self, name: str) -> rpc.CacheNodeStub:
+        return rpc.CacheNodeStub(self._channel(self.cfg.node(name).grpc))
+
+    def db(self, name: str) -> rpc.DbNodeStub:
+        return rpc.DbNodeStub(self._channel(self.cfg.node(name).grpc))
+
+    def stats(self, name: str, timeout: float = 5.0, wait: bool = False) -> dict[str, int]:
+        stub = self.cache(name) if any(c.name == name for c in self.cfg.cache_nodes) else self.db(name)
+        reply = stub.Stats(pb.StatsRequest(), timeout=timeout, wait_for_ready=wait)
+        return {c.name: c.value for c in reply.counters}
+
+    def rules(self, ruleset: int = 0, timeout: float = 5.0) -> pb.ListRulesReply:
+        return self.controller().ListRules(pb.ListRulesRequest(ruleset=ruleset), timeout=timeout)
+
+    def close(self) -> None:
+        for ch in self._channels.values():
+            ch.close()
+        self._channels.clear()

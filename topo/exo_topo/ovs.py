@@ -1,0 +1,38 @@
+"""Start and stop the Open vSwitch daemons (userspace datapath: this kernel has no OVS module)."""
+from __future__ import annotations
+
+import subprocess
+
+OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
+
+
+def _ok(cmd: list[str]) -> bool:
+    return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
+def running() -> bool:
+    return _ok(["ovs-vsctl", "--timeout=3", "show"]) and _ok(["ovs-appctl", "-t", "ovs-vswitchd", "version"])
+
+
+def ensure_running() -> bool:
+    """Start ovsdb-server and ovs-vswitchd if needed. Returns True if this call started them."""
+    if running():
+        return False
+    if not _ok(["ovs-vsctl", "--timeout=3", "show"]):
+        subprocess.run([OVS_CTL, "--no-ovs-vswitchd", "--system-id=random", "start"], check=True,
+                       stdout=subprocess.DEVNULL)
+    if not _ok(["ovs-appctl", "-t", "ovs-vswitchd", "version"]):
+        subprocess.run(["ovs-vswitchd", "--pidfile", "--detach", "--log-file"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not running():
+        raise RuntimeError("Open vSwitch did not start (see /var/log/openvswitch/)")
+    return True
+
+
+def stop() -> None:
+    subprocess.run([OVS_CTL, "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def delete_bridge(name: str) -> None:
+    subprocess.run(["ovs-vsctl", "--timeout=5", "--if-exists", "del-br", name],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
