@@ -1,0 +1,98 @@
+"""The only place that maps our plain FlowMod / flow-stats data to and from os-ken OpenFlow 1.3 objects."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from os_ken.ofproto import ofproto_v1_3 as ofp
+from os_ken.ofproto import ofproto_v1_3_parser as parser
+
+from .flows import ADD, DELETE, DELETE_STRICT, FlowMod, int_to_mac, mac_to_int, ruleset_of_cookie
+
+TABLE = 0
+
+_COMMANDS = {ADD: ofp.OFPFC_ADD, DELETE: ofp.OFPFC_DELETE, DELETE_STRICT: ofp.OFPFC_DELETE_STRICT}
+
+
+def to_match(fm: FlowMod) -> parser.OFPMatch:
+    fields = {}
+    if fm.eth_type is not None:
+        fields["eth_type"] = fm.eth_type
+    if fm.eth_dst is not None:
+        dst = int_to_mac(fm.eth_dst)
+        fields["eth_dst"] = (dst, int_to_mac(fm.eth_dst_mask)) if fm.eth_dst_mask is not None else dst
+    return parser.OFPMatch(**fields)
+
+
+def to_ofp(datapath, fm: FlowMod) -> parser.OFPFlowMod:
+    """FlowMod -> OFPFlowMod for `datapath` (OpenFlow 1.3, table 0)."""
+    command = _COMMANDS[fm.command]
+    instructions = []
+    if command == ofp.OFPFC_ADD:
+        if fm.out_port is None:
+            raise ValueError(f"ADD without out_port: {fm}")
+        actions = [parser.OFPActionOutput(fm.out_port, 0)]
+        instructions = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+    return parser.OFPFlowMod(
+        datapath=datapath,
+        cookie=fm.cookie,
+        cookie_mask=fm.cookie_mask if command == ofp.OFPFC_DELETE else 0,
+        table_id=TABLE if command != ofp.OFPFC_DELETE else ofp.OFPTT_ALL,
+        command=command,
+        priority=fm.priority,
+        # SEND_FLOW_REM off; CHECK_OVERLAP off (Ruleset 2 and 3 overlap by design, priorities decide).
+        flags=0,
+        out_port=ofp.OFPP_ANY,
+        out_group=ofp.OFPG_ANY,
+        match=to_match(fm),
+        instructions=instructions,
+    )
+
+
+@dataclass(frozen=True)
+class FlowInfo:
+    """A flow as read back from the switch (OFPFlowStats), library-independent."""
+    ruleset: int  # 0 when the cookie is not ours
+    priority: int
+    eth_dst: str
+    eth_dst_mask: str  # "" when exact
+    out_port: Optional[int]
+    packet_count: int
+    byte_count: int
+    cookie: int
+    eth_type: Optional[int] = None
+
+
+def from_stats(stat) -> FlowInfo:
+    """OFPFlowStats -> FlowInfo."""
+    dst = stat.match.get("eth_dst")
+    mask = ""
+    if isinstance(dst, tuple):
+        dst, mask = dst
+        # an all-ones mask is an exact match
+        if mac_to_int(mask) == (1 << 48) - 1:
+            mask = ""
+    out_port = None
+    for inst in stat.instructions:
+        for action in getattr(inst, "actions", []) or []:
+            if isinstance(action, parser.OFPActionOutput):
+                out_port = action.port
+                break
+        if out_port is not None:
+            break
+    return FlowInfo(
+        ruleset=ruleset_of_cookie(stat.cookie) or 0,
+        priority=stat.priority,
+        eth_dst=(dst or "").lower(),
+        eth_dst_mask=mask.lower(),
+        out_port=out_port,
+        packet_count=stat.packet_count,
+        byte_count=stat.byte_count,
+        cookie=stat.cookie,
+        eth_type=stat.match.get("eth_type"),
+    )
+
+
+def error_text(msg) -> str:
+    """'OFPET_FLOW_MOD_FAILED(5)/OFPFMFC_TABLE_FULL(1)' for an OFPErrorMsg."""
+    return f"{ofp.ofp_error_type_to_str(msg.type)}/{ofp.ofp_error_code_to_str(msg.type, msg.code)}"
