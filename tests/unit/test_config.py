@@ -1,0 +1,139 @@
+"""Cluster config validation: every error names the field; resolve() adds derived facts."""
+import json
+
+import pytest
+
+from exo_controller.config import ConfigError, load_config, parse_config, resolve, write_resolved
+
+
+def err(data):
+    with pytest.raises(ConfigError) as exc:
+        parse_config(data, "c.yaml")
+    return str(exc.value)
+
+
+def test_valid_config_parses(cluster_dict):
+    cfg = parse_config(cluster_dict)
+    assert [c.name for c in cfg.cache_nodes] == ["cache1", "cache2"]
+    assert cfg.controller.openflow_port == 6699
+
+
+def test_unknown_top_level_key(cluster_dict):
+    cluster_dict["swtich"] = {}
+    msg = err(cluster_dict)
+    assert msg.startswith("c.yaml:")
+    assert "swtich: unknown key" in msg
+
+
+def test_unknown_nested_key(cluster_dict):
+    cluster_dict["db_nodes"][2]["thread"] = 4
+    assert "db_nodes[2].thread: unknown key" in err(cluster_dict)
+    cluster_dict["db_nodes"][2].pop("thread")
+    cluster_dict["switch"]["bits"] = 4
+    assert "switch.bits: unknown key" in err(cluster_dict)
+
+
+def test_bad_mac_names_field(cluster_dict):
+    cluster_dict["db_nodes"][1]["mac"] = "02:00:00:00:02"
+    assert "db_nodes[1].mac" in err(cluster_dict)
+
+
+@pytest.mark.parametrize("prefix", ["aa", "ba", "AA"])
+def test_mac_with_request_prefix_rejected(cluster_dict, prefix):
+    cluster_dict["clients"][0]["mac"] = f"{prefix}:00:00:00:00:01"
+    msg = err(cluster_dict)
+    assert "clients[0].mac" in msg and "aa or ba" in msg
+
+
+def test_multicast_mac_rejected(cluster_dict):
+    cluster_dict["cache_nodes"][0]["mac"] = "03:00:00:00:00:01"
+    assert "cache_nodes[0].mac" in err(cluster_dict)
+
+
+def test_duplicate_switch_port(cluster_dict):
+    cluster_dict["clients"][0]["switch_port"] = 21  # db1's port
+    msg = err(cluster_dict)
+    assert "clients[0].switch_port" in msg and "db_nodes[0].switch_port" in msg
+
+
+def test_duplicate_name_and_mac(cluster_dict):
+    cluster_dict["db_nodes"][1]["name"] = "cache1"
+    assert "db_nodes[1].name" in err(cluster_dict)
+    cluster_dict["db_nodes"][1]["name"] = "db2"
+    cluster_dict["db_nodes"][1]["mac"] = cluster_dict["db_nodes"][0]["mac"]
+    assert "db_nodes[1].mac" in err(cluster_dict)
+
+
+def test_cache_node_reference_unknown(cluster_dict):
+    cluster_dict["db_nodes"][0]["cache_node"] = "cache7"
+    msg = err(cluster_dict)
+    assert "db_nodes[0].cache_node" in msg and "cache7" in msg
+
+
+def test_missing_required_field(cluster_dict):
+    del cluster_dict["db_nodes"][0]["data_dir"]
+    assert "db_nodes[0].data_dir" in err(cluster_dict)
+    assert "db_nodes" in err({"cluster": {}})
+
+
+def test_out_of_range_value(cluster_dict):
+    cluster_dict["switch"]["partition_bits"] = 13
+    assert "switch.partition_bits" in err(cluster_dict)
+
+
+def test_top_level_not_mapping():
+    assert "mapping" in err([1, 2])
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="no such file"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_bad_yaml(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("db_nodes: [\n  - name: x\n   bad: : :\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(p)
+
+
+def test_load_yaml_roundtrip(tmp_path, cluster_dict):
+    import yaml
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(cluster_dict))
+    cfg = load_config(p)
+    assert cfg.db_nodes[2].switch_port == 23
+
+
+@pytest.mark.parametrize("bits", [1, 8, 12])
+def test_resolve_partitions_and_defaults(cluster_dict, bits):
+    cluster_dict["switch"]["partition_bits"] = bits
+    cluster_dict["db_nodes"][1]["iface"] = "eth7"
+    cfg = parse_config(cluster_dict)
+    out = resolve(cfg)
+    assert len(out["partitions"]) == 2 ** bits
+    assert set(out["partitions"]) <= {"db1", "db2", "db3"}
+    assert out["partitions"] == cfg.partitions()
+    assert out["cache_nodes"][0]["iface"] == "cache1-eth0"
+    assert out["db_nodes"][1]["iface"] == "eth7"
+    assert out["clients"][0]["iface"] == "client1-eth0"
+    # default cache node assignment: round-robin over cache nodes
+    assert [d["cache_node"] for d in out["db_nodes"]] == ["cache1", "cache2", "cache1"]
+
+
+def test_resolve_explicit_cache_node_and_write(tmp_path, cluster_dict):
+    cluster_dict["db_nodes"][0]["cache_node"] = "cache2"
+    cfg = parse_config(cluster_dict)
+    path = write_resolved(cfg, tmp_path / "sub" / "cluster.json")
+    out = json.loads(path.read_text())
+    assert out["db_nodes"][0]["cache_node"] == "cache2"
+    assert out["switch"]["partition_bits"] == 8
+
+
+def test_partitions_stable_when_adding_db_node(cluster_dict):
+    before = parse_config(cluster_dict).partitions()
+    cluster_dict["db_nodes"].append({"name": "db4", "mac": "02:00:00:00:02:04", "ip": "10.0.2.4",
+                                     "switch_port": 24, "grpc": "unix:/tmp/x.sock", "data_dir": "/tmp/x"})
+    after = parse_config(cluster_dict).partitions()
+    moved = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    assert moved and all(after[i] == "db4" for i in moved)  # consistent hashing: only to the new node
