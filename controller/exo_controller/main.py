@@ -1,0 +1,90 @@
+"""`python -m exo_controller --config cluster.yaml`: os-ken OpenFlow 1.3 app + gRPC Controller service."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+from .config import ConfigError, load_config
+
+LOG = logging.getLogger("exo_controller")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m exo_controller", description=__doc__)
+    p.add_argument("--config", required=True, help="cluster YAML (see controller/exo_controller/config.py)")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--barrier-timeout", type=float, default=2.0,
+                   help="seconds to wait for the switch to confirm a rule update (default 2)")
+    return p.parse_args(argv)
+
+
+def start_os_ken(cfg, barrier_timeout: float = 2.0):
+    """Configure os-ken, instantiate our app with the config (as a constructor kwarg) plus the
+    OpenFlow handler, and start their threads. Returns (app_manager, our_app)."""
+    # Importing the controller module registers the ofp-* options; they must exist before CONF().
+    import os_ken.controller.controller  # noqa: F401
+    from os_ken import cfg as os_ken_cfg
+    from os_ken.base import app_manager
+
+    from .app import ExoControllerApp
+
+    conf = os_ken_cfg.CONF
+    conf(args=[], project="os_ken")
+    conf.set_override("ofp_listen_host", cfg.controller.openflow_host)
+    conf.set_override("ofp_tcp_listen_port", cfg.controller.openflow_port)
+
+    mgr = app_manager.AppManager.get_instance()
+    app = mgr.instantiate(ExoControllerApp, exo_config=cfg, barrier_timeout=barrier_timeout)
+    mgr.load_apps(["os_ken.controller.ofp_handler"])
+    contexts = mgr.create_contexts()
+    mgr.instantiate_apps(**contexts)  # also starts our app's event loop
+    return mgr, app
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.log_level != "DEBUG":
+        logging.getLogger("os_ken").setLevel(logging.WARNING)
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as err:
+        print(f"exo_controller: bad config: {err}", file=sys.stderr)
+        return 2
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.set())
+
+    from .grpc_service import serve
+    mgr, app = start_os_ken(cfg, args.barrier_timeout)
+    LOG.info("OpenFlow 1.3 listening on %s:%d for dpid %#x", cfg.controller.openflow_host,
+             cfg.controller.openflow_port, cfg.switch.dpid)
+    try:
+        server = serve(app, cfg.controller.grpc)
+    except Exception as err:  # noqa: BLE001 - report and exit
+        LOG.error("cannot start gRPC service on %s: %s", cfg.controller.grpc, err)
+        logging.shutdown()
+        os._exit(1)
+
+    while not stop.wait(1.0):
+        pass
+    LOG.info("shutting down")
+    server.stop(grace=1.0).wait(2.0)
+    mgr.close()
+    if cfg.controller.grpc.startswith("unix:"):
+        try:
+            os.unlink(cfg.controller.grpc[len("unix:"):])
+        except OSError:
+            pass
+    LOG.info("stopped (counters: %s)", dict(app.counters))
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os-ken's native hub cannot stop its OpenFlow listener thread (blocked in accept(); hub.kill
+    # is a no-op), so exit the process directly once everything of ours is closed.
+    os._exit(0)
