@@ -25,8 +25,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 def start_os_ken(cfg, barrier_timeout: float = 2.0):
     """Configure os-ken, instantiate our app with the config (as a constructor kwarg) plus the
     OpenFlow handler, and start their threads. Returns (app_manager, our_app)."""
-    # Importing the controller module registers the ofp-* options; they must exist before CONF().
-    import os_ken.controller.controller  # noqa: F401
+    # app_manager imports os_ken.controller.controller, which registers the ofp-* options; they must
+    # exist before CONF() parses (importing controller.controller first is a circular-import error).
     from os_ken import cfg as os_ken_cfg
     from os_ken.base import app_manager
 
