@@ -1,0 +1,53 @@
+// The DbNode gRPC service (proto/exoproto/control.proto): Fetch/Evict bookkeeping of which
+// keys a cache node holds (thesis 3.6.1), and Stats.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cached_keys.h"
+#include "cluster.h"
+#include "counters.h"
+#include "exoproto/control.grpc.pb.h"
+#include "store.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace exo::db {
+
+class ControlService final : public exo::DbNode::Service {
+ public:
+  // `control` is the counter block of the control plane (written by several gRPC threads).
+  ControlService(const Cluster& cluster, std::string node_name, KvStore& store, CachedKeys& cached,
+                 const CounterSet& all, Counters& control);
+
+  // For each key, under its stripe lock: read it; if found, mark it held by req.cache_node and
+  // return its value. A missing key is returned found=false and not tracked; so is a key whose
+  // read failed (counted in errors), so the cache node skips both.
+  grpc::Status Fetch(grpc::ServerContext* ctx, const exo::FetchRequest* req,
+                     exo::FetchReply* rep) override;
+  // Untracks each key held by req.cache_node; keys tracked for another cache node are left
+  // alone. Returns how many were untracked.
+  grpc::Status Evict(grpc::ServerContext* ctx, const exo::EvictRequest* req,
+                     exo::EvictReply* rep) override;
+  grpc::Status Stats(grpc::ServerContext* ctx, const exo::StatsRequest* req,
+                     exo::StatsReply* rep) override;
+
+ private:
+  const Cluster& cluster_;
+  std::string node_name_;
+  KvStore& store_;
+  CachedKeys& cached_;
+  const CounterSet& all_;
+  Counters& c_;
+};
+
+// Starts a gRPC server for `service` on `address` ("unix:/path", "unix:///path" or
+// "host:port"). A stale unix socket file from a previous run is removed first. Returns nullptr
+// and sets *error when it cannot listen.
+std::unique_ptr<grpc::Server> start_control_server(const std::string& address,
+                                                   ControlService& service, std::string* error);
+
+}  // namespace exo::db

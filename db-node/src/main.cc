@@ -1,0 +1,151 @@
+// exo-db-node: a RocksDB-backed db node of an Exoskeleton cluster.
+//
+//   exo-db-node --cluster cluster.json --name db0 [--log-level info]
+//
+// Wiring only: parse args, load the resolved cluster, open the store, start the DbNode gRPC
+// service and `threads` packet threads, wait for SIGINT/SIGTERM, stop everything in reverse.
+// Exit codes: 0 clean shutdown, 2 bad config or unknown node name, 1 other start-up failure.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "cached_keys.h"
+#include "cluster.h"
+#include "control_service.h"
+#include "counters.h"
+#include "log.h"
+#include "packet_loop.h"
+#include "propagator.h"
+#include "raw_socket.h"
+#include "request_handler.h"
+#include "store.h"
+
+using namespace exo::db;
+
+namespace {
+
+int find_self(const exo::Cluster& c, const std::string& name) {
+  for (size_t i = 0; i < c.db_nodes.size(); ++i)
+    if (c.db_nodes[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Exoskeleton db node: RocksDB behind AF_PACKET sockets"};
+  std::string cluster_path, name, level = "info";
+  app.add_option("--cluster", cluster_path, "resolved cluster JSON (exo config resolve)")->required();
+  app.add_option("--name", name, "this node's name in cluster.db_nodes")->required();
+  app.add_option("--log-level", level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  CLI11_PARSE(app, argc, argv);
+  set_log_level(level);
+
+  // Block the stop signals before any thread exists (gRPC's included), so they are delivered
+  // only to sigwait below and no handler has to be async-signal-safe.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  exo::Cluster cluster;
+  try {
+    cluster = exo::load_cluster(cluster_path);
+  } catch (const exo::ClusterError& e) {
+    std::fprintf(stderr, "exo-db-node: bad cluster config: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {  // e.g. a missing top-level section (json::out_of_range)
+    std::fprintf(stderr, "exo-db-node: bad cluster config: %s: %s\n", cluster_path.c_str(), e.what());
+    return 2;
+  }
+  const int self_index = find_self(cluster, name);
+  if (self_index < 0) {
+    std::string known;
+    for (const auto& d : cluster.db_nodes) known += (known.empty() ? "" : ", ") + d.name;
+    std::fprintf(stderr, "exo-db-node: --name: no db node named '%s' in %s db_nodes (have: %s)\n",
+                 name.c_str(), cluster_path.c_str(), known.c_str());
+    return 2;
+  }
+  const exo::DbNodeInfo& self = cluster.db_nodes[self_index];
+  if (self.threads < 1) {
+    std::fprintf(stderr, "exo-db-node: %s: db_nodes[%d].threads: must be >= 1\n",
+                 cluster_path.c_str(), self_index);
+    return 2;
+  }
+
+  std::string err;
+  std::unique_ptr<RocksStore> store = RocksStore::open(self.data_dir, self.sync_writes, &err);
+  if (!store) {
+    std::fprintf(stderr, "exo-db-node: db_nodes[%d].data_dir: %s\n", self_index, err.c_str());
+    return 1;
+  }
+
+  // Sockets before the gRPC server, so a missing interface fails fast and leaves no socket file.
+  std::vector<int> fds;
+  auto close_fds = [&fds] {
+    for (int fd : fds) close(fd);
+    fds.clear();
+  };
+  for (uint32_t i = 0; i < self.threads; ++i) {
+    const int fd = open_packet_socket(RawSocketOptions{self.iface}, &err);
+    if (fd < 0) {
+      std::fprintf(stderr, "exo-db-node: db_nodes[%d].iface: %s\n", self_index, err.c_str());
+      close_fds();
+      return 1;
+    }
+    fds.push_back(fd);
+  }
+
+  CounterSet counters;
+  CachedKeys cached;
+  GrpcPropagator propagator(cluster);
+  TxIdSource txids(TxIdSource::from_clock());
+  const NodeContext ctx{cluster, static_cast<uint32_t>(self_index), *store, cached, propagator, txids};
+
+  ControlService service(cluster, self.name, *store, cached, counters, counters.add_block());
+  std::unique_ptr<grpc::Server> server = start_control_server(self.grpc, service, &err);
+  if (!server) {
+    std::fprintf(stderr, "exo-db-node: db_nodes[%d].grpc: %s\n", self_index, err.c_str());
+    close_fds();
+    return 1;
+  }
+
+  std::atomic<bool> quit{false};
+  std::vector<std::unique_ptr<RequestHandler>> handlers;
+  std::vector<std::thread> threads;
+  for (int fd : fds) {
+    Counters& c = counters.add_block();
+    handlers.push_back(std::make_unique<RequestHandler>(ctx, c));
+    RequestHandler* h = handlers.back().get();
+    threads.emplace_back([fd, h, &c, &quit] { run_packet_loop(fd, *h, c, quit); });
+  }
+  LOG_INFO("%s serving on %s (%s, %u threads, udp %u), grpc %s, data %s, sync_writes=%s",
+           self.name.c_str(), self.iface.c_str(), exo::format_mac(self.mac.data()).c_str(),
+           self.threads, cluster.udp_port, self.grpc.c_str(), self.data_dir.c_str(),
+           self.sync_writes ? "true" : "false");
+
+  int sig = 0;
+  sigwait(&stop, &sig);
+  LOG_INFO("signal %d: shutting down", sig);
+  quit = true;
+  for (auto& t : threads) t.join();  // each returns within one SO_RCVTIMEO
+  close_fds();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  server->Wait();
+  const StoreResult closed = store->close();
+  if (!closed.ok()) {
+    LOG_ERROR("closing RocksDB: %s", closed.error.c_str());
+    return 1;
+  }
+  LOG_INFO("stopped");
+  return 0;
+}

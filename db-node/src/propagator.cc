@@ -1,0 +1,126 @@
+#include "propagator.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "exoproto/control.grpc.pb.h"
+
+namespace exo::db {
+
+uint64_t TxIdSource::from_clock() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+struct GrpcPropagator::Peer {
+  std::string address;
+  std::once_flag once;
+  // Stubs are thread-safe; after `once` ran, `stub` is read-only.
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<exo::CacheNode::Stub> stub;
+};
+
+GrpcPropagator::GrpcPropagator(const Cluster& cluster, std::chrono::milliseconds deadline)
+    : deadline_(deadline) {
+  for (const auto& c : cluster.cache_nodes) {
+    auto p = std::make_unique<Peer>();
+    p->address = c.grpc;
+    peers_.emplace(c.name, std::move(p));
+  }
+}
+
+GrpcPropagator::~GrpcPropagator() = default;
+
+GrpcPropagator::Peer* GrpcPropagator::peer(const std::string& cache_node, std::string* error) {
+  auto it = peers_.find(cache_node);
+  if (it == peers_.end()) {
+    *error = "no cache node named '" + cache_node + "' in the cluster";
+    return nullptr;
+  }
+  Peer* p = it->second.get();
+  std::call_once(p->once, [p] {
+    // CreateChannel does not connect; the first RPC does (and fails fast on its deadline).
+    p->channel = grpc::CreateChannel(p->address, grpc::InsecureChannelCredentials());
+    p->stub = exo::CacheNode::NewStub(p->channel);
+  });
+  return p;
+}
+
+namespace {
+
+std::string rpc_error(const char* what, const std::string& node, const grpc::Status& s) {
+  return std::string(what) + " to " + node + ": " + std::to_string(s.error_code()) + " " +
+         s.error_message();
+}
+
+}  // namespace
+
+PrepareOutcome GrpcPropagator::prepare(const std::string& cache_node, std::span<const uint8_t> key,
+                                       uint64_t txid, bool is_delete,
+                                       std::span<const uint8_t> value) {
+  PrepareOutcome out;
+  Peer* p = peer(cache_node, &out.error);
+  if (!p) return out;
+  exo::PrepareRequest req;
+  req.set_key(key.data(), key.size());
+  req.set_txid(txid);
+  req.set_is_delete(is_delete);
+  if (!is_delete) req.set_value(value.data(), value.size());
+  exo::TxReply rep;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline_);
+  const grpc::Status s = p->stub->Prepare(&ctx, req, &rep);
+  if (!s.ok()) {
+    out.error = rpc_error("Prepare", cache_node, s);
+    return out;
+  }
+  if (!rep.ok()) {
+    out.error = "Prepare refused by " + cache_node + ": " + rep.error();
+    return out;
+  }
+  out.code = rep.cached() ? PrepareOutcome::kPrepared : PrepareOutcome::kNotCached;
+  return out;
+}
+
+namespace {
+
+template <typename Fn>
+bool finish(Fn&& call, const char* what, const std::string& node, std::span<const uint8_t> key,
+            uint64_t txid, std::chrono::milliseconds deadline, std::string* error) {
+  exo::TxRequest req;
+  req.set_key(key.data(), key.size());
+  req.set_txid(txid);
+  exo::TxReply rep;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  const grpc::Status s = call(&ctx, req, &rep);
+  if (!s.ok()) {
+    *error = rpc_error(what, node, s);
+    return false;
+  }
+  if (!rep.ok()) {
+    *error = std::string(what) + " refused by " + node + ": " + rep.error();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool GrpcPropagator::commit(const std::string& cache_node, std::span<const uint8_t> key,
+                            uint64_t txid, std::string* error) {
+  Peer* p = peer(cache_node, error);
+  if (!p) return false;
+  return finish([p](auto* c, const auto& r, auto* o) { return p->stub->Commit(c, r, o); }, "Commit",
+                cache_node, key, txid, deadline_, error);
+}
+
+bool GrpcPropagator::abort(const std::string& cache_node, std::span<const uint8_t> key,
+                           uint64_t txid, std::string* error) {
+  Peer* p = peer(cache_node, error);
+  if (!p) return false;
+  return finish([p](auto* c, const auto& r, auto* o) { return p->stub->Abort(c, r, o); }, "Abort",
+                cache_node, key, txid, deadline_, error);
+}
+
+}  // namespace exo::db

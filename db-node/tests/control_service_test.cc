@@ -1,0 +1,157 @@
+// The DbNode service, called directly and over a real (unix-socket) gRPC server.
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "control_service.h"
+#include "test_util.h"
+
+namespace exo::db {
+namespace {
+
+using namespace exo::db::testing;
+
+class ControlTest : public ::testing::Test {
+ protected:
+  Cluster cluster = test_cluster();
+  FakeStore store;
+  CachedKeys cached;
+  CounterSet counters;
+  Counters& control = counters.add_block();
+  ControlService svc{cluster, "db0", store, cached, counters, control};
+
+  const std::string* holder(const std::string& k) { return cached.lock_key(B(k)).holder(k); }
+  std::map<std::string, uint64_t> stats() {
+    exo::StatsRequest req;
+    exo::StatsReply rep;
+    EXPECT_TRUE(svc.Stats(nullptr, &req, &rep).ok());
+    EXPECT_EQ(rep.node(), "db0");
+    std::map<std::string, uint64_t> m;
+    for (const auto& c : rep.counters()) m[c.name()] = c.value();
+    return m;
+  }
+};
+
+TEST_F(ControlTest, FetchMarksFoundKeysAndReturnsValues) {
+  store.data["a"] = "1";
+  exo::FetchRequest req;
+  req.add_keys("a");
+  req.add_keys("missing");
+  req.set_cache_node("cache0");
+  exo::FetchReply rep;
+  ASSERT_TRUE(svc.Fetch(nullptr, &req, &rep).ok());
+  ASSERT_EQ(rep.values_size(), 2);
+  EXPECT_EQ(rep.values(0).key(), "a");
+  EXPECT_TRUE(rep.values(0).found());
+  EXPECT_EQ(rep.values(0).value(), "1");
+  EXPECT_EQ(rep.values(1).key(), "missing");
+  EXPECT_FALSE(rep.values(1).found());
+  ASSERT_NE(holder("a"), nullptr);
+  EXPECT_EQ(*holder("a"), "cache0");
+  EXPECT_EQ(holder("missing"), nullptr);  // not found -> not tracked
+  EXPECT_EQ(cached.size(), 1u);
+  EXPECT_EQ(stats()["fetched_keys"], 1u);
+}
+
+TEST_F(ControlTest, FetchReadErrorIsNotTrackedAndCounted) {
+  store.data["a"] = "1";
+  store.fail_get = true;
+  exo::FetchRequest req;
+  req.add_keys("a");
+  req.set_cache_node("cache0");
+  exo::FetchReply rep;
+  ASSERT_TRUE(svc.Fetch(nullptr, &req, &rep).ok());
+  EXPECT_FALSE(rep.values(0).found());
+  EXPECT_EQ(holder("a"), nullptr);
+  EXPECT_EQ(stats()["errors"], 1u);
+}
+
+TEST_F(ControlTest, FetchForUnknownCacheNodeIsRejected) {
+  store.data["a"] = "1";
+  exo::FetchRequest req;
+  req.add_keys("a");
+  req.set_cache_node("nosuch");
+  exo::FetchReply rep;
+  const grpc::Status s = svc.Fetch(nullptr, &req, &rep);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(holder("a"), nullptr);
+}
+
+TEST_F(ControlTest, EvictUnmarksOnlyForTheHoldingCacheNode) {
+  cached.lock_key(B("a")).mark("a", "cache0");
+  cached.lock_key(B("b")).mark("b", "cache0");
+  exo::EvictRequest req;
+  req.add_keys("a");
+  req.add_keys("b");
+  req.add_keys("never");
+  req.set_cache_node("cache1");
+  exo::EvictReply rep;
+  ASSERT_TRUE(svc.Evict(nullptr, &req, &rep).ok());
+  EXPECT_EQ(rep.evicted(), 0u);
+  EXPECT_EQ(cached.size(), 2u);
+  req.set_cache_node("cache0");
+  ASSERT_TRUE(svc.Evict(nullptr, &req, &rep).ok());
+  EXPECT_EQ(rep.evicted(), 2u);
+  EXPECT_EQ(cached.size(), 0u);
+  EXPECT_EQ(holder("a"), nullptr);
+  EXPECT_EQ(stats()["evicted_keys"], 2u);
+}
+
+TEST_F(ControlTest, StatsListsEveryCounterAndTheGauge) {
+  Counters& t = counters.add_block();
+  bump(t.gets, 2);
+  bump(control.gets);
+  cached.lock_key(B("a")).mark("a", "cache0");
+  auto m = stats();
+  EXPECT_EQ(m.size(), kNumCounters + 1);
+  EXPECT_EQ(m["gets"], 3u);
+  EXPECT_EQ(m["cached_keys"], 1u);
+  EXPECT_TRUE(m.count("malformed_dropped"));
+}
+
+TEST_F(ControlTest, ServesOverUnixSocketAndReplacesAStaleSocketFile) {
+  TempDir dir;
+  const std::string path = (dir.path / "db0.sock").string();
+  std::string err;
+  {
+    // What a crashed run leaves: a socket file nobody listens on (gRPC unlinks it on a clean
+    // shutdown, so make one by hand).
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strncpy(sa.sun_path, path.c_str(), sizeof sa.sun_path - 1);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    close(fd);
+  }
+  ASSERT_TRUE(std::filesystem::exists(path));
+  auto server = start_control_server("unix:" + path, svc, &err);
+  ASSERT_TRUE(server) << err;
+  auto stub = exo::DbNode::NewStub(grpc::CreateChannel("unix:" + path, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  exo::StatsRequest req;
+  exo::StatsReply rep;
+  ASSERT_TRUE(stub->Stats(&ctx, req, &rep).ok());
+  EXPECT_EQ(rep.node(), "db0");
+  server->Shutdown();
+}
+
+TEST_F(ControlTest, RefusesToRemoveANonSocketFile) {
+  TempDir dir;
+  const auto path = dir.path / "not-a-socket";
+  { std::ofstream(path) << "precious"; }
+  std::string err;
+  auto server = start_control_server("unix:" + path.string(), svc, &err);
+  EXPECT_FALSE(server);
+  EXPECT_NE(err.find("not a socket"), std::string::npos) << err;
+  EXPECT_TRUE(std::filesystem::exists(path));
+}
+
+}  // namespace
+}  // namespace exo::db

@@ -1,0 +1,273 @@
+// RequestHandler driven with frame buffers, a fake store and a fake propagator.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "request_handler.h"
+#include "test_util.h"
+
+namespace exo::db {
+namespace {
+
+using namespace exo::db::testing;
+
+uint64_t counter(const Counters& c, const std::string& name) {
+  const CounterValues v = c.snapshot();
+  for (size_t i = 0; i < kNumCounters; ++i)
+    if (name == kCounterDescs[i].name) return v[i];
+  ADD_FAILURE() << "no counter " << name;
+  return 0;
+}
+
+class HandlerTest : public ::testing::Test {
+ protected:
+  Cluster cluster = test_cluster();
+  EventLog log;
+  FakeStore store{&log};
+  CachedKeys cached;
+  FakePropagator prop{&log};
+  TxIdSource txids{100};
+  NodeContext ctx{cluster, 0, store, cached, prop, txids};
+  Counters c;
+  RequestHandler h{ctx, c};
+  std::vector<uint8_t> out = std::vector<uint8_t>(16384);
+  const std::string key = key_owned_by(cluster, 0);
+
+  // Sends a frame through the handler; returns the parsed reply (fails the test if none).
+  wire::FrameView send(const std::vector<uint8_t>& frame) {
+    wire::FrameView r{};
+    const size_t n = h.handle(frame, out);
+    EXPECT_GT(n, 0u) << "expected a reply";
+    if (n == 0) return r;
+    EXPECT_EQ(wire::parse(std::span<const uint8_t>(out.data(), n), r), wire::ParseError::kNone);
+    return r;
+  }
+  bool no_reply(const std::vector<uint8_t>& frame) { return h.handle(frame, out) == 0; }
+  static std::string str(std::span<const uint8_t> b) {
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+  }
+};
+
+TEST_F(HandlerTest, PutThenGetRoundTrip) {
+  auto r = send(request(wire::kPut, key, "hello", 7));
+  EXPECT_EQ(r.opcode, wire::kPut | wire::kReplyBit);
+  EXPECT_EQ(r.status, wire::kOk);
+  EXPECT_EQ(r.seq, 7u);
+  EXPECT_EQ(r.client_id, 0xC0FFEEu);
+  EXPECT_EQ(store.data.at(key), "hello");
+
+  r = send(request(wire::kGet, key, "", 8));
+  EXPECT_EQ(r.opcode, wire::kGet | wire::kReplyBit);
+  EXPECT_EQ(r.status, wire::kOk);
+  EXPECT_EQ(str(r.key), key);
+  EXPECT_EQ(str(r.value), "hello");
+  EXPECT_EQ(r.flags, 0);  // not FROM_CACHE
+  // Addressed straight back to the client, from this node.
+  EXPECT_EQ(std::memcmp(r.eth_dst, kClientMac.data(), 6), 0);
+  EXPECT_EQ(std::memcmp(r.eth_src, cluster.db_nodes[0].mac.data(), 6), 0);
+  EXPECT_EQ(r.ip_dst, kClientIp);
+  EXPECT_EQ(r.ip_src, cluster.db_nodes[0].ip);
+  EXPECT_EQ(r.udp_dst, kClientPort);
+  EXPECT_EQ(r.udp_src, cluster.udp_port);
+
+  EXPECT_EQ(counter(c, "puts"), 1u);
+  EXPECT_EQ(counter(c, "gets"), 1u);
+  EXPECT_EQ(counter(c, "rx_frames"), 2u);
+  EXPECT_EQ(counter(c, "misrouted"), 0u);
+  EXPECT_EQ(counter(c, "errors"), 0u);
+}
+
+TEST_F(HandlerTest, GetMissingIsNotFound) {
+  auto r = send(request(wire::kGet, key));
+  EXPECT_EQ(r.status, wire::kNotFound);
+  EXPECT_EQ(r.value.size(), 0u);
+  EXPECT_EQ(counter(c, "not_found"), 1u);
+}
+
+TEST_F(HandlerTest, DeleteRemovesAndDeletingMissingIsOk) {
+  store.data[key] = "v";
+  EXPECT_EQ(send(request(wire::kDelete, key)).status, wire::kOk);
+  EXPECT_FALSE(store.data.count(key));
+  EXPECT_EQ(send(request(wire::kDelete, key)).status, wire::kOk);
+  EXPECT_EQ(counter(c, "deletes"), 2u);
+  EXPECT_EQ(send(request(wire::kGet, key)).status, wire::kNotFound);
+}
+
+TEST_F(HandlerTest, MalformedFramesAreDroppedAndCounted) {
+  auto f = request(wire::kPut, key, "v");
+  auto bad_magic = f;
+  bad_magic[wire::kPayloadOffset] = 0x00;
+  EXPECT_TRUE(no_reply(bad_magic));
+  auto truncated = f;
+  truncated.resize(f.size() - 3);  // IP total length now exceeds the frame
+  EXPECT_TRUE(no_reply(truncated));
+  auto short_frame = std::vector<uint8_t>(f.begin(), f.begin() + 40);
+  EXPECT_TRUE(no_reply(short_frame));
+  auto not_ipv4 = f;
+  not_ipv4[12] = 0x86;  // IPv6 EtherType, but a request dst MAC: ours and broken
+  not_ipv4[13] = 0xdd;
+  EXPECT_TRUE(no_reply(not_ipv4));
+  auto key_len_zero = f;
+  key_len_zero[wire::kPayloadOffset + 6] = 0;
+  key_len_zero[wire::kPayloadOffset + 7] = 0;
+  EXPECT_TRUE(no_reply(key_len_zero));
+  EXPECT_EQ(counter(c, "malformed_dropped"), 5u);
+  EXPECT_EQ(counter(c, "rx_frames"), 5u);
+  EXPECT_EQ(counter(c, "puts"), 0u);
+  EXPECT_TRUE(store.data.empty());
+  EXPECT_TRUE(log.events().empty());
+}
+
+TEST_F(HandlerTest, ReplyFramesAreDroppedAsMalformed) {
+  auto f = request(wire::kPut, key, "v");
+  f[wire::kPayloadOffset + 3] |= wire::kReplyBit;
+  EXPECT_TRUE(no_reply(f));
+  EXPECT_EQ(counter(c, "malformed_dropped"), 1u);
+  EXPECT_TRUE(store.data.empty());
+}
+
+TEST_F(HandlerTest, NonRequestTrafficIsIgnoredNotMalformed) {
+  auto other_mac = request(wire::kGet, key, "", 1, 0, 7777, /*prefix=*/0x02);
+  EXPECT_TRUE(no_reply(other_mac));
+  auto other_port = request(wire::kGet, key, "", 1, 0, /*port=*/5353);
+  EXPECT_TRUE(no_reply(other_port));
+  std::vector<uint8_t> tiny(10, 0xAA);
+  EXPECT_TRUE(no_reply(tiny));
+  EXPECT_EQ(counter(c, "ignored"), 3u);
+  EXPECT_EQ(counter(c, "malformed_dropped"), 0u);
+  EXPECT_EQ(counter(c, "gets"), 0u);
+}
+
+TEST_F(HandlerTest, MisroutedRequestsAreServedAndCounted) {
+  const std::string theirs = key_owned_by(cluster, 1);
+  EXPECT_EQ(send(request(wire::kPut, theirs, "x")).status, wire::kOk);
+  EXPECT_EQ(store.data.at(theirs), "x");
+  EXPECT_EQ(counter(c, "misrouted"), 1u);
+}
+
+TEST_F(HandlerTest, ForwardedGetsAreCounted) {
+  send(request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixOther));
+  send(request(wire::kGet, key));
+  EXPECT_EQ(counter(c, "forwarded_gets"), 1u);
+  EXPECT_EQ(counter(c, "gets"), 2u);
+}
+
+TEST_F(HandlerTest, StoreFailuresAnswerError) {
+  store.fail_put = true;
+  EXPECT_EQ(send(request(wire::kPut, key, "v")).status, wire::kError);
+  store.fail_del = true;
+  EXPECT_EQ(send(request(wire::kDelete, key)).status, wire::kError);
+  store.fail_get = true;
+  EXPECT_EQ(send(request(wire::kGet, key)).status, wire::kError);
+  EXPECT_EQ(counter(c, "errors"), 3u);
+}
+
+TEST_F(HandlerTest, ValueTooLargeForTheMtuAnswersError) {
+  store.data[key] = std::string(wire::max_kv_bytes(cluster.mtu) - key.size() + 1, 'x');
+  auto r = send(request(wire::kGet, key));
+  EXPECT_EQ(r.status, wire::kError);
+  EXPECT_EQ(r.value.size(), 0u);
+  EXPECT_EQ(counter(c, "errors"), 1u);
+  // Exactly at the limit still fits.
+  store.data[key].pop_back();
+  r = send(request(wire::kGet, key));
+  EXPECT_EQ(r.status, wire::kOk);
+  EXPECT_EQ(r.frame_len, wire::kEthLen + cluster.mtu);
+}
+
+TEST_F(HandlerTest, UncachedWriteIsNotPropagated) {
+  EXPECT_EQ(send(request(wire::kPut, key, "v")).status, wire::kOk);
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"put " + key + "=v"}));
+  EXPECT_EQ(counter(c, "writes_propagated"), 0u);
+}
+
+TEST_F(HandlerTest, CachedPutPreparesBeforeWriteAndCommitsAfter) {
+  cached.lock_key(B(key)).mark(key, "cache0");
+  EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kOk);
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " put=new",
+                                                    "put " + key + "=new", "commit cache0 " + key}));
+  EXPECT_EQ(counter(c, "writes_propagated"), 1u);
+  EXPECT_EQ(store.data.at(key), "new");
+}
+
+TEST_F(HandlerTest, CachedDeletePropagatesADelete) {
+  store.data[key] = "old";
+  cached.lock_key(B(key)).mark(key, "cache0");
+  EXPECT_EQ(send(request(wire::kDelete, key)).status, wire::kOk);
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " delete",
+                                                    "del " + key, "commit cache0 " + key}));
+  EXPECT_FALSE(store.data.count(key));
+}
+
+TEST_F(HandlerTest, PrepareFailureMeansNoWriteAndError) {
+  store.data[key] = "old";
+  cached.lock_key(B(key)).mark(key, "cache0");
+  prop.prepare_result = PrepareOutcome::kFailed;
+  EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kError);
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " put=new"}));
+  EXPECT_EQ(store.data.at(key), "old");
+  EXPECT_EQ(counter(c, "errors"), 1u);
+  EXPECT_EQ(counter(c, "writes_propagated"), 0u);
+}
+
+TEST_F(HandlerTest, WriteFailureAfterPrepareAborts) {
+  cached.lock_key(B(key)).mark(key, "cache0");
+  store.fail_put = true;
+  EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kError);
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " put=new",
+                                                    "put " + key + "=new FAIL", "abort cache0 " + key}));
+  EXPECT_EQ(counter(c, "errors"), 1u);
+}
+
+TEST_F(HandlerTest, CommitFailureAnswersError) {
+  cached.lock_key(B(key)).mark(key, "cache0");
+  prop.commit_ok = false;
+  EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kError);
+  EXPECT_EQ(store.data.at(key), "new");  // durable here; see the TODO in request_handler.cc
+  EXPECT_EQ(counter(c, "writes_propagated"), 0u);
+  EXPECT_EQ(counter(c, "errors"), 1u);
+}
+
+TEST_F(HandlerTest, NotCachedOnTheCacheNodeJustWrites) {
+  cached.lock_key(B(key)).mark(key, "cache0");
+  prop.prepare_result = PrepareOutcome::kNotCached;
+  EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kOk);
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " put=new",
+                                                    "put " + key + "=new"}));
+  EXPECT_EQ(store.data.at(key), "new");
+  EXPECT_NE(cached.lock_key(B(key)).holder(key), nullptr);  // untracked only by Evict
+}
+
+TEST_F(HandlerTest, TxidsAreDistinct) {
+  cached.lock_key(B(key)).mark(key, "cache0");
+  send(request(wire::kPut, key, "a"));
+  send(request(wire::kPut, key, "b"));
+  ASSERT_EQ(prop.txids.size(), 2u);
+  EXPECT_NE(prop.txids[0], prop.txids[1]);
+  EXPECT_GE(prop.txids[0], 100u);
+}
+
+// Two packet threads writing the same cached key: propagations must not overlap, because the
+// stripe lock is held across Prepare -> write -> Commit.
+TEST_F(HandlerTest, WritesToOneKeyAreSerializedAcrossThreads) {
+  FakeStore quiet_store;
+  FakePropagator slow{nullptr};
+  slow.prepare_delay = std::chrono::microseconds(200);
+  NodeContext ctx2{cluster, 0, quiet_store, cached, slow, txids};
+  cached.lock_key(B(key)).mark(key, "cache0");
+  Counters c1, c2;
+  auto worker = [&](Counters& cc, const std::string& v) {
+    RequestHandler hh(ctx2, cc);
+    std::vector<uint8_t> o(16384);
+    for (int i = 0; i < 50; ++i) hh.handle(request(wire::kPut, key, v), o);
+  };
+  std::thread t1(worker, std::ref(c1), "one"), t2(worker, std::ref(c2), "two");
+  t1.join();
+  t2.join();
+  EXPECT_EQ(slow.max_in_flight.load(), 1);
+  EXPECT_EQ(counter(c1, "writes_propagated") + counter(c2, "writes_propagated"), 100u);
+}
+
+}  // namespace
+}  // namespace exo::db
