@@ -86,21 +86,35 @@ class ExoControllerApp(app_manager.OSKenApp):
             raise SwitchNotConnected(f"switch dpid {self.dpid:#x} is not connected to the controller")
         return self._dp
 
-    def _send(self, dp, msg) -> int:
+    def _send(self, dp, msg, register=None) -> int:
+        """Give msg an xid, let `register(xid)` record it (before any reply can arrive), send."""
         xid = dp.set_xid(msg)
+        if register is not None:
+            register(xid)
         if not dp.send_msg(msg):
             raise SwitchNotConnected(f"switch dpid {self.dpid:#x} is disconnecting")
         return xid
 
     def _send_mods_and_barrier(self, dp, mods: Iterable[FlowMod]) -> _Waiter:
         waiter = _Waiter()
-        for fm in mods:
-            xid = self._send(dp, to_ofp(dp, fm))
-            self._mod_xids[xid] = (waiter, fm)
-            waiter.mod_xids.append(xid)
-            self.counters["flow_mods_sent"] += 1
-        xid = self._send(dp, parser.OFPBarrierRequest(dp))
-        self._waiters[xid] = waiter
+
+        def reg_mod(fm):
+            def reg(xid):
+                self._mod_xids[xid] = (waiter, fm)
+                waiter.mod_xids.append(xid)
+            return reg
+
+        def reg_barrier(xid):
+            self._waiters[xid] = waiter
+
+        try:
+            for fm in mods:
+                self._send(dp, to_ofp(dp, fm), reg_mod(fm))
+                self.counters["flow_mods_sent"] += 1
+            self._send(dp, parser.OFPBarrierRequest(dp), reg_barrier)
+        except SwitchNotConnected:
+            self._forget(waiter)
+            raise
         return waiter
 
     def _forget(self, waiter: _Waiter) -> None:
@@ -278,8 +292,7 @@ class ExoControllerApp(app_manager.OSKenApp):
             req = parser.OFPFlowStatsRequest(dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
                                              cookie, mask, parser.OFPMatch())
             waiter = _Waiter()
-            xid = self._send(dp, req)
-            self._waiters[xid] = waiter
+            xid = self._send(dp, req, lambda x: self._waiters.__setitem__(x, waiter))
         ok = waiter.done.wait(self.barrier_timeout)
         with self._lock:
             self._waiters.pop(xid, None)
