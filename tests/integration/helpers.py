@@ -1,0 +1,33 @@
+"""Helpers shared by the Mininet integration tests."""
+from __future__ import annotations
+
+from exo_controller.partitions import slot_of
+from exoskeleton.keyhash import key_hash, mac_bytes
+
+
+def owner_db(cfg, key: bytes) -> str:
+    return cfg.partitions()[slot_of(key_hash(key), cfg.switch.partition_bits)]
+
+
+def cache_for(cfg, key: bytes) -> str:
+    return cfg.cache_node_for_db(owner_db(cfg, key))
+
+
+def matching_flow(flows, dst_mac: bytes):
+    """The highest-priority flow whose (masked) eth_dst matches dst_mac."""
+    best = None
+    for f in flows:
+        rule = mac_bytes(f.eth_dst)
+        mask = mac_bytes(f.eth_dst_mask) if f.eth_dst_mask else b"\xff" * 6
+        if all((a & m) == (b & m) for a, b, m in zip(dst_mac, rule, mask)):
+            if best is None or f.priority > best.priority:
+                best = f
+    return best
+
+
+def counters(cl) -> dict[str, dict[str, int]]:
+    return {n.name: cl.stubs.stats(n.name) for n in [*cl.cfg.cache_nodes, *cl.cfg.db_nodes]}
+
+
+def delta(after, before, counter: str) -> dict[str, int]:
+    return {n: after[n].get(counter, 0) - before[n].get(counter, 0) for n in after}

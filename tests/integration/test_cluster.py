@@ -1,0 +1,113 @@
+"""End-to-end behaviour of a real cluster in Mininet: routing by key hash through OVS,
+cache hits, forwarded misses, writes to cached keys, and malformed input."""
+from __future__ import annotations
+
+import pytest
+
+from exoproto import control_pb2 as pb
+from exoskeleton import wire
+from exoskeleton.keyhash import PREFIX_GET, key_hash, request_mac
+
+from .helpers import cache_for, counters, delta, matching_flow, owner_db
+
+pytestmark = pytest.mark.mininet
+
+
+def cache_key(cl, key: bytes) -> str:
+    node = cache_for(cl.cfg, key)
+    rep = cl.stubs.cache(node).Cache(pb.KeysRequest(keys=[key]), timeout=10)
+    assert rep.done == 1, rep
+    return node
+
+
+def test_switch_holds_rulesets_1_and_3(cluster):
+    flows = cluster.stubs.rules(0).flows
+    n_nodes = len(cluster.cfg.cache_nodes) + len(cluster.cfg.db_nodes) + len(cluster.cfg.clients)
+    by = {r: [f for f in flows if f.ruleset == r] for r in (1, 2, 3)}
+    assert len(by[3]) == 1 << cluster.cfg.switch.partition_bits
+    node_macs = {f.eth_dst for f in by[1] if f.eth_dst}
+    assert {n.mac for n in [*cluster.cfg.cache_nodes, *cluster.cfg.db_nodes, *cluster.cfg.clients]} <= node_macs
+    assert len(node_macs) >= n_nodes
+
+
+def test_put_get_delete(cluster):
+    with cluster.client() as c:
+        c.set(b"pgd:1", b"first")
+        assert c.get(b"pgd:1") == b"first"
+        c.set(b"pgd:1", b"second")
+        assert c.get(b"pgd:1") == b"second"
+        c.delete(b"pgd:1")
+        assert c.get(b"pgd:1") is None
+
+
+def test_uncached_get_is_served_by_owning_db_node(cluster):
+    key = b"uncached:42"
+    owner = owner_db(cluster.cfg, key)
+    with cluster.client() as c:
+        c.set(key, b"v")
+        flow_before = matching_flow(cluster.stubs.rules(3).flows, request_mac(PREFIX_GET, key_hash(key)))
+        before = counters(cluster)
+        for _ in range(20):
+            assert c.get(key) == b"v"
+    after = counters(cluster)
+    gets = delta(after, before, "gets")
+    assert gets[owner] == 20
+    assert all(v == 0 for n, v in gets.items() if n != owner), gets
+    flow_after = matching_flow(cluster.stubs.rules(3).flows, request_mac(PREFIX_GET, key_hash(key)))
+    assert flow_after.out_port == cluster.cfg.node(owner).switch_port
+    assert flow_after.packet_count - flow_before.packet_count >= 20
+
+
+def test_cached_get_is_served_by_cache_node(cluster):
+    key = b"hot:7"
+    with cluster.client() as c:
+        c.set(key, b"hot-value")
+        node = cache_key(cluster, key)
+        rule = matching_flow(cluster.stubs.rules(2).flows, request_mac(PREFIX_GET, key_hash(key)))
+        assert rule is not None and rule.out_port == cluster.cfg.node(node).switch_port
+        before = counters(cluster)
+        results = c.execute([c_req(key) for _ in range(30)])
+    after = counters(cluster)
+    assert all(r.value == b"hot-value" and r.from_cache for r in results)
+    assert delta(after, before, "hits")[node] == 30
+    db_gets = {n: v for n, v in delta(after, before, "gets").items() if n.startswith("db")}
+    assert sum(db_gets.values()) == 0, db_gets
+    rule_after = matching_flow(cluster.stubs.rules(2).flows, request_mac(PREFIX_GET, key_hash(key)))
+    assert rule_after.packet_count - rule.packet_count >= 30
+
+
+def c_req(key: bytes):
+    from exoskeleton import Request
+    return Request(wire.OP_GET, key)
+
+
+def test_write_to_cached_key_is_seen_by_next_get(cluster):
+    key = b"hot:write"
+    with cluster.client() as c:
+        c.set(key, b"old")
+        node = cache_key(cluster, key)
+        for i in range(10):
+            c.set(key, b"new-%d" % i)
+            (res,) = c.execute([c_req(key)])
+            assert res.value == b"new-%d" % i and res.from_cache
+        c.delete(key)
+        assert c.get(key) is None
+    stats = cluster.stubs.stats(owner_db(cluster.cfg, key))
+    assert stats["writes_propagated"] >= 11
+    assert cluster.stubs.stats(node)["commits"] >= 11
+
+
+def test_get_for_dropped_entry_with_live_rule_is_forwarded(cluster):
+    key = b"hot:dropped"
+    owner = owner_db(cluster.cfg, key)
+    with cluster.client() as c:
+        c.set(key, b"still-here")
+        node = cache_key(cluster, key)
+        cluster.stubs.cache(node).DropEntries(pb.KeysRequest(keys=[key]), timeout=5)
+        assert matching_flow(cluster.stubs.rules(2).flows, request_mac(PREFIX_GET, key_hash(key))) is not None
+        before = counters(cluster)
+        (res,) = c.execute([c_req(key)])
+    after = counters(cluster)
+    assert res.status == wire.ST_OK and res.value == b"still-here" and not res.from_cache
+    assert delta(after, before, "forwarded_misses")[node] == 1
+    assert delta(after, before, "forwarded_gets")[owner] == 1
