@@ -1,0 +1,84 @@
+// Counters of the cache node, declared ONCE (X-macros, Pelikan style): the struct fields, the
+// summing and the Stats RPC output are all generated from these lists, so a new counter is one
+// line here and cannot be forgotten in the report.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+// Data-plane counters: one copy per lcore (no atomics, no sharing), summed on read.
+#define EXO_DP_COUNTERS(X)                                                              \
+  X(rx_frames, "frames received")                                                       \
+  X(tx_frames, "frames handed to the NIC (replies + forwarded misses)")                 \
+  X(tx_dropped, "frames the NIC TX queue refused (freed)")                              \
+  X(ignored, "frames not for us: foreign dst prefix, own src MAC, other UDP port")      \
+  X(malformed_dropped, "frames with our prefix that failed parsing or are not GETs")    \
+  X(gets, "well-formed GET requests")                                                   \
+  X(hits, "GETs answered from the map")                                                 \
+  X(forwarded_misses, "GETs forwarded to the db node (not cached or pending a write)")  \
+  X(requests_served, "replies sent by this node")
+
+// Control-plane counters: bumped by gRPC handler threads, hence atomic.
+#define EXO_CP_COUNTERS(X)                                   \
+  X(cached_inserts, "keys inserted by Cache()")             \
+  X(evictions, "entries removed by Evict() or LRU capacity") \
+  X(prepares, "Prepare() that marked a held key pending")   \
+  X(commits, "Commit() applied")                             \
+  X(aborts, "Abort() applied")
+
+namespace exo::cache {
+
+// 64 = RTE_CACHE_LINE_SIZE on x86; kept DPDK-free so tests build without DPDK.
+struct alignas(64) DpCounters {
+#define EXO_FIELD(name, help) uint64_t name = 0;
+  EXO_DP_COUNTERS(EXO_FIELD)
+#undef EXO_FIELD
+
+  DpCounters& operator+=(const DpCounters& o) {
+#define EXO_ADD(name, help) name += o.name;
+    EXO_DP_COUNTERS(EXO_ADD)
+#undef EXO_ADD
+    return *this;
+  }
+};
+
+struct CpCounters {
+#define EXO_FIELD(name, help) std::atomic<uint64_t> name{0};
+  EXO_CP_COUNTERS(EXO_FIELD)
+#undef EXO_FIELD
+};
+
+struct CounterInfo {
+  const char* name;
+  const char* help;
+};
+
+// Every counter name in report order, plus the two gauges (entries, pending).
+inline constexpr CounterInfo kCounterInfo[] = {
+#define EXO_INFO(name, help) {#name, help},
+    EXO_DP_COUNTERS(EXO_INFO) EXO_CP_COUNTERS(EXO_INFO)
+#undef EXO_INFO
+        {"entries", "gauge: keys in the map"},
+    {"pending", "gauge: keys with a prepared, uncommitted write"},
+};
+
+// Flattens a summed snapshot into (name, value) pairs in kCounterInfo order.
+inline std::vector<std::pair<std::string, uint64_t>> flatten(const DpCounters& dp,
+                                                             const CpCounters& cp,
+                                                             uint64_t entries, uint64_t pending) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+#define EXO_OUT(name, help) out.emplace_back(#name, dp.name);
+  EXO_DP_COUNTERS(EXO_OUT)
+#undef EXO_OUT
+#define EXO_OUT(name, help) out.emplace_back(#name, cp.name.load(std::memory_order_relaxed));
+  EXO_CP_COUNTERS(EXO_OUT)
+#undef EXO_OUT
+  out.emplace_back("entries", entries);
+  out.emplace_back("pending", pending);
+  return out;
+}
+
+}  // namespace exo::cache

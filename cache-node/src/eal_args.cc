@@ -1,0 +1,55 @@
+#include "eal_args.h"
+
+#include <stdexcept>
+
+namespace exo::cache {
+namespace {
+
+unsigned parse_uint(const std::string& s, const std::string& whole) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    throw std::invalid_argument("lcores: bad core list '" + whole + "'");
+  return static_cast<unsigned>(std::stoul(s));
+}
+
+}  // namespace
+
+size_t count_lcores(const std::string& list) {
+  size_t n = 0, pos = 0;
+  if (list.empty()) throw std::invalid_argument("lcores: empty core list");
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string part = list.substr(pos, comma - pos);
+    const size_t dash = part.find('-');
+    if (dash == std::string::npos) {
+      parse_uint(part, list);
+      n += 1;
+    } else {
+      const unsigned lo = parse_uint(part.substr(0, dash), list);
+      const unsigned hi = parse_uint(part.substr(dash + 1), list);
+      if (hi < lo) throw std::invalid_argument("lcores: descending range in '" + list + "'");
+      n += hi - lo + 1;
+    }
+    pos = comma + 1;
+  }
+  return n;
+}
+
+std::vector<std::string> build_eal_args(const std::string& prog, const CacheNodeInfo& cfg,
+                                        const std::vector<std::string>& extra) {
+  std::vector<std::string> a{prog, "-l", cfg.lcores, "--file-prefix", "exo-" + cfg.name,
+                             "--log-level=*:warning"};
+  if (cfg.eal_args.empty()) {
+    // Emulation: no NIC, no hugepages; the kernel interface through an AF_PACKET vdev with one
+    // queue pair per lcore (PACKET_FANOUT spreads RX over them).
+    const size_t q = count_lcores(cfg.lcores);
+    a.insert(a.end(), {"--no-huge", "-m", "256", "--no-pci",
+                       "--vdev=net_af_packet0,iface=" + cfg.iface + ",qpairs=" + std::to_string(q)});
+  } else {
+    a.insert(a.end(), cfg.eal_args.begin(), cfg.eal_args.end());
+  }
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+}  // namespace exo::cache

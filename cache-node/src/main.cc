@@ -1,0 +1,221 @@
+// exo-cache-node: args, cluster config, EAL, port, lcore loops, gRPC control thread, shutdown.
+//   exo-cache-node --cluster cluster.json --name cache0 [--log-level info] [-- extra EAL args]
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "cache_state.h"
+#include "cluster.h"
+#include "control_service.h"
+#include "counters.h"
+#include "eal_args.h"
+#include "lcore_loop.h"
+#include "log.h"
+#include "port.h"
+
+namespace {
+
+using namespace exo::cache;
+
+std::atomic<bool> g_quit{false};
+
+void on_signal(int) { g_quit.store(true); }
+
+void install_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// gRPC cannot bind a unix socket over a stale file left by a killed run.
+void prepare_unix_socket(const std::string& addr) {
+  std::string path;
+  if (addr.rfind("unix://", 0) == 0) path = addr.substr(7);
+  else if (addr.rfind("unix:", 0) == 0) path = addr.substr(5);
+  if (path.empty()) return;
+  std::error_code ec;
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  ::unlink(path.c_str());
+}
+
+// The control thread should not compete with the lcores: run it (and the gRPC threads it spawns)
+// on the CPUs the process had before EAL pinned the main thread, minus the lcore CPUs when that
+// leaves any (in emulation the lcore may be the only CPU we have; then share it).
+void pin_control_thread(const cpu_set_t& original, const std::vector<unsigned>& lcore_ids) {
+  cpu_set_t set = original;
+  for (unsigned id : lcore_ids) {
+    const rte_cpuset_t cpus = rte_lcore_cpuset(id);
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &cpus)) CPU_CLR(c, &set);
+  }
+  if (CPU_COUNT(&set) == 0) set = original;
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
+        const std::vector<std::string>& extra) {
+  cpu_set_t original;
+  CPU_ZERO(&original);
+  sched_getaffinity(0, sizeof original, &original);
+
+  std::vector<std::string> args = build_eal_args("exo-cache-node", self, extra);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string joined;
+  for (const auto& a : args) joined += " " + a;
+  log_info("EAL args:%s", joined.c_str());
+  if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {
+    log_error("rte_eal_init failed: %s", rte_strerror(rte_errno));
+    return 1;
+  }
+  install_signals();  // after EAL init, so ours win
+
+  std::vector<unsigned> lcore_ids;
+  unsigned lid;
+  RTE_LCORE_FOREACH(lid) lcore_ids.push_back(lid);
+  std::vector<LcoreState> lcores(RTE_MAX_LCORE);
+
+  int rc = 0;
+  Port port;
+  bool port_open = false;
+  try {
+    port = open_port({static_cast<uint16_t>(lcore_ids.size()), cluster.mtu, self.burst});
+    port_open = true;
+    for (size_t q = 0; q < lcore_ids.size(); ++q) {
+      LcoreState& ls = lcores[lcore_ids[q]];
+      ls.lcore_id = lcore_ids[q];
+      ls.queue = static_cast<uint16_t>(q);
+      init_lcore_state(ls, port.id, self.burst);
+    }
+  } catch (const std::exception& e) {
+    log_error("%s", e.what());
+    if (port_open) close_port(port);
+    rte_eal_cleanup();
+    return 1;
+  }
+  if (std::memcmp(port.mac.addr_bytes, self.mac.data(), 6) != 0)
+    log_warn("port MAC %s differs from configured %s; replies use the configured MAC",
+             exo::format_mac(port.mac.addr_bytes).c_str(), exo::format_mac(self.mac.data()).c_str());
+
+  CacheState state(self.capacity);
+  CpCounters cp;
+  auto sum_dp = [&lcores, &lcore_ids] {
+    DpCounters sum;
+    for (unsigned id : lcore_ids) sum += lcores[id].counters;
+    return sum;
+  };
+
+  // gRPC control plane on a normal thread (never an lcore).
+  std::promise<std::string> started;
+  std::unique_ptr<grpc::Server> server;
+  ControlService service(cluster, self.name, state, cp, sum_dp);
+  std::thread control([&] {
+    pin_control_thread(original, lcore_ids);
+    prepare_unix_socket(self.grpc);
+    grpc::ServerBuilder b;
+    b.AddListeningPort(self.grpc, grpc::InsecureServerCredentials());
+    b.RegisterService(&service);
+    server = b.BuildAndStart();
+    if (!server) {
+      started.set_value("cannot serve gRPC on " + self.grpc);
+      return;
+    }
+    started.set_value("");
+    server->Wait();
+  });
+  if (std::string err = started.get_future().get(); !err.empty()) {
+    log_error("%s", err.c_str());
+    g_quit = true;
+    rc = 1;
+  } else {
+    log_info("%s: port %u mac %s, %zu lcore(s), capacity %u, gRPC %s", self.name.c_str(), port.id,
+             exo::format_mac(self.mac.data()).c_str(), lcore_ids.size(), self.capacity,
+             self.grpc.c_str());
+    LoopShared shared;
+    shared.port = port.id;
+    shared.burst = self.burst;
+    shared.idle_sleep_us = self.idle_sleep_us;
+    shared.self = {self.mac, self.ip, cluster.udp_port};
+    shared.state = &state;
+    shared.quit = &g_quit;
+    shared.lcores = lcores.data();
+    rte_eal_mp_remote_launch(lcore_main, &shared, CALL_MAIN);  // returns when g_quit is set
+    rte_eal_mp_wait_lcore();
+    log_info("shutting down");
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+  control.join();
+  close_port(port);
+  rte_eal_cleanup();
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Everything after `--` goes to EAL untouched; CLI11 sees only what comes before.
+  int our_argc = argc;
+  std::vector<std::string> extra;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--") == 0) {
+      our_argc = i;
+      extra.assign(argv + i + 1, argv + argc);
+      break;
+    }
+
+  CLI::App app{"Exoskeleton DPDK cache node"};
+  std::string cluster_path, name, level = "info";
+  app.add_option("--cluster", cluster_path, "resolved cluster JSON (exo config resolve)")->required();
+  app.add_option("--name", name, "this node's name in cluster.cache_nodes")->required();
+  app.add_option("--log-level", level, "debug, info, warning or error");
+  CLI11_PARSE(app, our_argc, argv);
+  if (!set_log_level(level)) {
+    std::fprintf(stderr, "exo-cache-node: --log-level: unknown level '%s'\n", level.c_str());
+    return 2;
+  }
+
+  exo::Cluster cluster;
+  try {
+    cluster = exo::load_cluster(cluster_path);
+  } catch (const exo::ClusterError& e) {
+    std::fprintf(stderr, "exo-cache-node: %s\n", e.what());
+    return 2;
+  }
+  const exo::CacheNodeInfo* self = cluster.find_cache(name);
+  if (!self) {
+    std::fprintf(stderr, "exo-cache-node: --name: no entry '%s' in %s: cache_nodes\n", name.c_str(),
+                 cluster_path.c_str());
+    return 2;
+  }
+  try {
+    count_lcores(self->lcores);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "exo-cache-node: %s: cache_nodes[%s].%s\n", cluster_path.c_str(),
+                 name.c_str(), e.what());
+    return 2;
+  }
+  if (self->capacity == 0) {
+    std::fprintf(stderr, "exo-cache-node: %s: cache_nodes[%s].capacity: must be >= 1\n",
+                 cluster_path.c_str(), name.c_str());
+    return 2;
+  }
+  return run(cluster, *self, extra);
+}

@@ -1,0 +1,314 @@
+// ControlService against in-process fake DbNode and Controller gRPC servers (unix sockets).
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "control_service.h"
+
+namespace {
+
+using namespace exo::cache;
+using Keys = std::vector<std::string>;
+
+struct FakeDb final : exo::DbNode::Service {
+  std::mutex mu;
+  std::map<std::string, std::string> data;
+  Keys fetched, evicted;
+  std::string cache_node;
+  std::function<void(const std::string&)> during_fetch;  // runs inside Fetch, per key
+
+  grpc::Status Fetch(grpc::ServerContext*, const exo::FetchRequest* req, exo::FetchReply* rep) override {
+    for (const auto& k : req->keys()) {
+      if (during_fetch) during_fetch(k);
+      std::lock_guard lock(mu);
+      fetched.push_back(k);
+      cache_node = req->cache_node();
+      auto* v = rep->add_values();
+      v->set_key(k);
+      auto it = data.find(k);
+      v->set_found(it != data.end());
+      if (it != data.end()) v->set_value(it->second);
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status Evict(grpc::ServerContext*, const exo::EvictRequest* req, exo::EvictReply* rep) override {
+    std::lock_guard lock(mu);
+    for (const auto& k : req->keys()) evicted.push_back(k);
+    rep->set_evicted(req->keys_size());
+    return grpc::Status::OK;
+  }
+};
+
+// Records rule changes and whether the entry was in the map at that moment (ordering checks).
+struct FakeController final : exo::Controller::Service {
+  CacheState* state = nullptr;
+  std::mutex mu;
+  std::set<uint64_t> rules;
+  std::vector<std::pair<uint64_t, bool>> added, removed;  // (hash, entry present then)
+  std::map<uint64_t, std::string> key_of;
+
+  bool present(uint64_t h) {
+    std::lock_guard lock(state->mu);
+    return key_of.count(h) && state->map.find(key_of[h]) != nullptr;
+  }
+  grpc::Status AddCacheRules(grpc::ServerContext*, const exo::CacheRulesRequest* req,
+                             exo::CacheRulesReply* rep) override {
+    std::lock_guard lock(mu);
+    for (const auto& r : req->rules()) {
+      EXPECT_EQ(r.cache_node(), "cache0");
+      rules.insert(r.key_hash());
+      added.emplace_back(r.key_hash(), present(r.key_hash()));
+    }
+    rep->set_accepted(req->rules_size());
+    return grpc::Status::OK;
+  }
+  grpc::Status RemoveCacheRules(grpc::ServerContext*, const exo::CacheRulesRequest* req,
+                                exo::CacheRulesReply* rep) override {
+    std::lock_guard lock(mu);
+    for (const auto& r : req->rules()) {
+      rules.erase(r.key_hash());
+      removed.emplace_back(r.key_hash(), present(r.key_hash()));
+    }
+    rep->set_accepted(req->rules_size());
+    return grpc::Status::OK;
+  }
+};
+
+class ControlServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string base = "/tmp/exo-cn-test-" + std::to_string(getpid());
+    db_addr_ = "unix:" + base + "-db.sock";
+    ctl_addr_ = "unix:" + base + "-ctl.sock";
+    cluster_.mtu = 1500;
+    cluster_.partition_bits = 1;
+    cluster_.controller_grpc = ctl_addr_;
+    exo::DbNodeInfo db;
+    db.name = "db0";
+    db.grpc = db_addr_;
+    cluster_.db_nodes.push_back(db);
+    cluster_.slot_owner = {0, 0};
+    ctl_.state = &state_;
+    for (auto k : {"a", "b", "c", "d", "big"}) ctl_.key_of[LruMap::hash_of(k)] = k;
+    db_.data = {{"a", "A"}, {"b", "B"}, {"c", "C"}, {"d", "D"}, {"big", std::string(1500, 'x')}};
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+  void start_servers(bool db = true, bool ctl = true) {
+    grpc::ServerBuilder b;
+    if (db) {
+      unlink(db_addr_.substr(5).c_str());
+      b.AddListeningPort(db_addr_, grpc::InsecureServerCredentials());
+      b.RegisterService(&db_);
+    }
+    if (ctl) {
+      unlink(ctl_addr_.substr(5).c_str());
+      b.AddListeningPort(ctl_addr_, grpc::InsecureServerCredentials());
+      b.RegisterService(&ctl_);
+    }
+    server_ = b.BuildAndStart();
+    ASSERT_TRUE(server_);
+  }
+  exo::KeysReply call_cache(const Keys& keys) {
+    exo::KeysRequest req;
+    for (const auto& k : keys) req.add_keys(k);
+    exo::KeysReply rep;
+    EXPECT_TRUE(svc_.Cache(nullptr, &req, &rep).ok());
+    return rep;
+  }
+  exo::KeysReply call_evict(const Keys& keys) {
+    exo::KeysRequest req;
+    for (const auto& k : keys) req.add_keys(k);
+    exo::KeysReply rep;
+    EXPECT_TRUE(svc_.Evict(nullptr, &req, &rep).ok());
+    return rep;
+  }
+  exo::TxReply prepare(const std::string& k, uint64_t txid, bool del, const std::string& v) {
+    exo::PrepareRequest req;
+    req.set_key(k);
+    req.set_txid(txid);
+    req.set_is_delete(del);
+    req.set_value(v);
+    exo::TxReply rep;
+    EXPECT_TRUE(svc_.Prepare(nullptr, &req, &rep).ok());
+    return rep;
+  }
+  exo::TxReply tx(bool commit, const std::string& k, uint64_t txid) {
+    exo::TxRequest req;
+    req.set_key(k);
+    req.set_txid(txid);
+    exo::TxReply rep;
+    EXPECT_TRUE((commit ? svc_.Commit(nullptr, &req, &rep) : svc_.Abort(nullptr, &req, &rep)).ok());
+    return rep;
+  }
+  Keys skipped(const exo::KeysReply& r) { return Keys(r.skipped().begin(), r.skipped().end()); }
+
+  exo::Cluster cluster_;
+  std::string db_addr_, ctl_addr_;
+  CacheState state_{3};
+  CpCounters cp_;
+  DpCounters dp_;
+  FakeDb db_;
+  FakeController ctl_;
+  ControlService svc_{cluster_, "cache0", state_, cp_, [this] { return dp_; }};
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST_F(ControlServiceTest, CacheFetchesInsertsThenAddsRules) {
+  start_servers();
+  auto rep = call_cache({"a", "b", "missing", "a"});
+  EXPECT_EQ(rep.error(), "");
+  EXPECT_EQ(rep.done(), 2u);
+  EXPECT_EQ(skipped(rep), Keys{"missing"});
+  EXPECT_EQ(db_.cache_node, "cache0");
+  EXPECT_EQ(state_.map.find("a")->value, "A");
+  EXPECT_EQ(state_.map.find("b")->value, "B");
+  ASSERT_EQ(ctl_.added.size(), 2u);
+  for (auto& [h, present] : ctl_.added) EXPECT_TRUE(present) << "rule requested before insert";
+  EXPECT_EQ(db_.evicted, Keys{"missing"});  // db node stops tracking a key we did not cache
+  EXPECT_TRUE(state_.fetching.empty());
+  EXPECT_EQ(cp_.cached_inserts.load(), 2u);
+}
+
+TEST_F(ControlServiceTest, CacheAtCapacityEvictsLruAndRemovesTheirRules) {
+  start_servers();
+  call_cache({"a", "b", "c"});
+  auto rep = call_cache({"d"});
+  EXPECT_EQ(rep.done(), 1u);
+  EXPECT_EQ(state_.map.find("a"), nullptr);
+  ASSERT_EQ(ctl_.removed.size(), 1u);
+  EXPECT_EQ(ctl_.removed[0].first, LruMap::hash_of("a"));
+  EXPECT_EQ(db_.evicted, Keys{"a"});
+  EXPECT_EQ(ctl_.rules.count(LruMap::hash_of("a")), 0u);
+  EXPECT_EQ(ctl_.rules.size(), 3u);
+  EXPECT_EQ(cp_.evictions.load(), 1u);
+}
+
+TEST_F(ControlServiceTest, OversizedValueIsNotCached) {
+  start_servers();
+  auto rep = call_cache({"big"});
+  EXPECT_EQ(rep.done(), 0u);
+  EXPECT_EQ(skipped(rep), Keys{"big"});
+  EXPECT_EQ(state_.map.size(), 0u);
+}
+
+TEST_F(ControlServiceTest, EvictRemovesRuleBeforeEntry) {
+  start_servers();
+  call_cache({"a", "b"});
+  auto rep = call_evict({"a", "zz"});
+  EXPECT_EQ(rep.error(), "");
+  EXPECT_EQ(rep.done(), 1u);
+  EXPECT_EQ(skipped(rep), Keys{"zz"});
+  ASSERT_FALSE(ctl_.removed.empty());
+  EXPECT_EQ(ctl_.removed[0].first, LruMap::hash_of("a"));
+  EXPECT_TRUE(ctl_.removed[0].second) << "entry erased before its rule was removed";
+  EXPECT_EQ(state_.map.find("a"), nullptr);
+  EXPECT_NE(state_.map.find("b"), nullptr);
+  EXPECT_EQ(db_.evicted, (Keys{"a", "zz"}));
+}
+
+TEST_F(ControlServiceTest, UnreachablePeersGiveErrorsNotCrashes) {
+  // No servers at all.
+  auto rep = call_cache({"a"});
+  EXPECT_NE(rep.error().find("db0.Fetch"), std::string::npos) << rep.error();
+  EXPECT_EQ(rep.done(), 0u);
+  EXPECT_EQ(skipped(rep), Keys{"a"});
+  EXPECT_TRUE(state_.fetching.empty());
+  state_.map.insert("a", "A", nullptr);
+  auto ev = call_evict({"a"});
+  EXPECT_NE(ev.error().find("RemoveCacheRules"), std::string::npos) << ev.error();
+  EXPECT_NE(state_.map.find("a"), nullptr) << "entry kept while its rule may still exist";
+}
+
+TEST_F(ControlServiceTest, CommitDuringFetchWins) {
+  start_servers();
+  db_.during_fetch = [this](const std::string& k) {
+    if (k == "a") {
+      EXPECT_TRUE(prepare("a", 9, false, "A2").cached());
+      EXPECT_TRUE(tx(true, "a", 9).ok());
+    }
+    if (k == "b") {
+      EXPECT_TRUE(prepare("b", 10, true, "").cached());
+      EXPECT_TRUE(tx(true, "b", 10).ok());
+    }
+    if (k == "c") {
+      EXPECT_TRUE(prepare("c", 11, false, "C2").cached());  // still pending at insert
+    }
+  };
+  auto rep = call_cache({"a", "b", "c"});
+  EXPECT_EQ(state_.map.find("a")->value, "A2");
+  EXPECT_EQ(state_.map.find("b"), nullptr);  // deleted while fetching
+  EXPECT_EQ(skipped(rep), Keys{"b"});
+  ASSERT_NE(state_.map.find("c"), nullptr);
+  EXPECT_TRUE(state_.map.find("c")->pending);
+  EXPECT_TRUE(tx(true, "c", 11).ok());
+  EXPECT_EQ(state_.map.find("c")->value, "C2");
+}
+
+TEST_F(ControlServiceTest, TwoPhaseWritesOnHeldKeys) {
+  state_.map.insert("a", "old", nullptr);
+  auto p = prepare("a", 1, false, "new");
+  EXPECT_TRUE(p.ok() && p.cached());
+  EXPECT_TRUE(state_.map.find("a")->pending);
+  auto bad = tx(true, "a", 2);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("txid"), std::string::npos);
+  EXPECT_TRUE(tx(true, "a", 1).ok());
+  EXPECT_EQ(state_.map.find("a")->value, "new");
+
+  prepare("a", 3, false, "newer");
+  EXPECT_TRUE(tx(false, "a", 3).ok());
+  EXPECT_EQ(state_.map.find("a")->value, "new");
+
+  prepare("a", 4, true, "");
+  EXPECT_TRUE(tx(true, "a", 4).ok());
+  EXPECT_EQ(state_.map.find("a"), nullptr);
+  EXPECT_EQ(cp_.prepares.load(), 3u);
+  EXPECT_EQ(cp_.commits.load(), 2u);
+  EXPECT_EQ(cp_.aborts.load(), 1u);
+
+  auto none = prepare("zz", 5, false, "v");
+  EXPECT_TRUE(none.ok());
+  EXPECT_FALSE(none.cached());
+  EXPECT_FALSE(tx(true, "zz", 5).cached());
+}
+
+TEST_F(ControlServiceTest, DropEntriesListKeysAndStats) {
+  state_.map.insert("a", "A", nullptr);
+  state_.map.insert("b", "B", nullptr);
+  state_.map.prepare("b", 1, false, "x");
+  dp_.hits = 7;
+  exo::KeysRequest req;
+  req.add_keys("a");
+  req.add_keys("q");
+  exo::KeysReply rep;
+  svc_.DropEntries(nullptr, &req, &rep);
+  EXPECT_EQ(rep.done(), 1u);
+  EXPECT_EQ(skipped(rep), Keys{"q"});
+
+  exo::CachedKeysReply keys;
+  svc_.ListKeys(nullptr, nullptr, &keys);
+  EXPECT_EQ(Keys(keys.keys().begin(), keys.keys().end()), Keys{"b"});
+
+  exo::StatsReply st;
+  svc_.Stats(nullptr, nullptr, &st);
+  EXPECT_EQ(st.node(), "cache0");
+  std::map<std::string, uint64_t> c;
+  for (const auto& x : st.counters()) c[x.name()] = x.value();
+  EXPECT_EQ(c.size(), std::size(kCounterInfo));
+  EXPECT_EQ(c.at("hits"), 7u);
+  EXPECT_EQ(c.at("entries"), 1u);
+  EXPECT_EQ(c.at("pending"), 1u);
+  for (auto n : {"rx_frames", "tx_frames", "tx_dropped", "ignored", "malformed_dropped", "gets",
+                 "forwarded_misses", "requests_served", "cached_inserts", "evictions", "prepares",
+                 "commits", "aborts"})
+    EXPECT_TRUE(c.count(n)) << n;
+}
+
+}  // namespace

@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include "eal_args.h"
+
+namespace {
+
+using exo::cache::build_eal_args;
+using exo::cache::count_lcores;
+using Args = std::vector<std::string>;
+
+exo::CacheNodeInfo node() {
+  exo::CacheNodeInfo n;
+  n.name = "cache0";
+  n.iface = "cache0-eth0";
+  n.lcores = "1";
+  return n;
+}
+
+TEST(EalArgs, CountLcores) {
+  EXPECT_EQ(count_lcores("1"), 1u);
+  EXPECT_EQ(count_lcores("0-3"), 4u);
+  EXPECT_EQ(count_lcores("0,2-3,7"), 4u);
+  EXPECT_THROW(count_lcores(""), std::invalid_argument);
+  EXPECT_THROW(count_lcores("3-1"), std::invalid_argument);
+  EXPECT_THROW(count_lcores("a"), std::invalid_argument);
+  EXPECT_THROW(count_lcores("1,"), std::invalid_argument);
+}
+
+TEST(EalArgs, EmulationDefault) {
+  EXPECT_EQ(build_eal_args("prog", node(), {}),
+            (Args{"prog", "-l", "1", "--file-prefix", "exo-cache0", "--log-level=*:warning",
+                  "--no-huge", "-m", "256", "--no-pci",
+                  "--vdev=net_af_packet0,iface=cache0-eth0,qpairs=1"}));
+}
+
+TEST(EalArgs, QueuePairsFollowLcoreCount) {
+  auto n = node();
+  n.lcores = "0-1";
+  const auto a = build_eal_args("prog", n, {});
+  EXPECT_EQ(a.back(), "--vdev=net_af_packet0,iface=cache0-eth0,qpairs=2");
+}
+
+TEST(EalArgs, ConfiguredArgsReplaceTheEmulationDefault) {
+  auto n = node();
+  n.eal_args = {"-a", "0000:3b:00.0", "-n", "4"};
+  EXPECT_EQ(build_eal_args("prog", n, {"--huge-dir", "/mnt/huge"}),
+            (Args{"prog", "-l", "1", "--file-prefix", "exo-cache0", "--log-level=*:warning", "-a",
+                  "0000:3b:00.0", "-n", "4", "--huge-dir", "/mnt/huge"}));
+}
+
+}  // namespace
