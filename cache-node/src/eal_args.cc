@@ -35,16 +35,26 @@ size_t count_lcores(const std::string& list) {
   return n;
 }
 
+size_t af_packet_framesz(uint32_t mtu) {
+  // tpacket2 header + sockaddr_ll + alignment take < 128 bytes of each ring frame.
+  const size_t need = 14 + size_t{mtu} + 4 + 128;
+  size_t f = 2048;
+  while (f < need) f <<= 1;
+  return f;
+}
+
 std::vector<std::string> build_eal_args(const std::string& prog, const CacheNodeInfo& cfg,
-                                        const std::vector<std::string>& extra) {
+                                        uint32_t mtu, const std::vector<std::string>& extra) {
   std::vector<std::string> a{prog, "-l", cfg.lcores, "--file-prefix", "exo-" + cfg.name,
                              "--log-level=*:warning"};
   if (cfg.eal_args.empty()) {
     // Emulation: no NIC, no hugepages; the kernel interface through an AF_PACKET vdev with one
     // queue pair per lcore (PACKET_FANOUT spreads RX over them).
     const size_t q = count_lcores(cfg.lcores);
-    a.insert(a.end(), {"--no-huge", "-m", "256", "--no-pci",
-                       "--vdev=net_af_packet0,iface=" + cfg.iface + ",qpairs=" + std::to_string(q)});
+    std::string vdev = "--vdev=net_af_packet0,iface=" + cfg.iface + ",qpairs=" + std::to_string(q);
+    if (const size_t f = af_packet_framesz(mtu); f != 2048)
+      vdev += ",framesz=" + std::to_string(f) + ",blocksz=" + std::to_string(f);
+    a.insert(a.end(), {"--no-huge", "-m", "256", "--no-pci", vdev});
   } else {
     a.insert(a.end(), cfg.eal_args.begin(), cfg.eal_args.end());
   }

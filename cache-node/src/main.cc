@@ -75,7 +75,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
   CPU_ZERO(&original);
   sched_getaffinity(0, sizeof original, &original);
 
-  std::vector<std::string> args = build_eal_args("exo-cache-node", self, extra);
+  std::vector<std::string> args = build_eal_args("exo-cache-node", self, cluster.mtu, extra);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -97,7 +97,12 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
   Port port;
   bool port_open = false;
   try {
-    port = open_port({static_cast<uint16_t>(lcore_ids.size()), cluster.mtu, self.burst});
+    PortConfig pc;
+    pc.nb_queues = static_cast<uint16_t>(lcore_ids.size());
+    pc.mtu = cluster.mtu;
+    pc.burst = self.burst;
+    if (self.eal_args.empty()) pc.min_data_room = static_cast<uint32_t>(af_packet_framesz(cluster.mtu));
+    port = open_port(pc);
     port_open = true;
     for (size_t q = 0; q < lcore_ids.size(); ++q) {
       LcoreState& ls = lcores[lcore_ids[q]];
@@ -186,7 +191,11 @@ int main(int argc, char** argv) {
   app.add_option("--cluster", cluster_path, "resolved cluster JSON (exo config resolve)")->required();
   app.add_option("--name", name, "this node's name in cluster.cache_nodes")->required();
   app.add_option("--log-level", level, "debug, info, warning or error");
-  CLI11_PARSE(app, our_argc, argv);
+  try {
+    app.parse(our_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; any usage error is 2 like config errors
+  }
   if (!set_log_level(level)) {
     std::fprintf(stderr, "exo-cache-node: --log-level: unknown level '%s'\n", level.c_str());
     return 2;

@@ -33,7 +33,9 @@ Port open_port(const PortConfig& cfg) {
 
   // Data room: headroom + the largest frame (14 + mtu), so a GET reply is always built in the RX
   // mbuf itself (zero copy), however large the cached value (<= max_kv_bytes(mtu)).
-  const uint32_t room = RTE_PKTMBUF_HEADROOM + 14 + cfg.mtu + 4 /* VLAN slack */;
+  // (The af_packet PMD additionally insists on its ring frame size, see min_data_room.)
+  const uint32_t room =
+      RTE_PKTMBUF_HEADROOM + std::max<uint32_t>(14 + cfg.mtu + 4 /* VLAN slack */, cfg.min_data_room);
   const unsigned per_q = kRxDesc + kTxDesc + 2 * cfg.burst + kPoolCache;
   const unsigned n = std::max(8191u, cfg.nb_queues * per_q);
   p.pool = rte_pktmbuf_pool_create("exo_pool", n, kPoolCache, 0, static_cast<uint16_t>(room),

@@ -13,6 +13,7 @@ struct PortConfig {
   uint16_t nb_queues = 1;
   uint32_t mtu = 1500;  // cluster IP MTU; frames are 14 + mtu bytes
   uint32_t burst = 32;
+  uint32_t min_data_room = 2048;  // e.g. the af_packet ring frame size, which the PMD requires
 };
 
 struct Port {

@@ -27,7 +27,7 @@ TEST(EalArgs, CountLcores) {
 }
 
 TEST(EalArgs, EmulationDefault) {
-  EXPECT_EQ(build_eal_args("prog", node(), {}),
+  EXPECT_EQ(build_eal_args("prog", node(), 1500, {}),
             (Args{"prog", "-l", "1", "--file-prefix", "exo-cache0", "--log-level=*:warning",
                   "--no-huge", "-m", "256", "--no-pci",
                   "--vdev=net_af_packet0,iface=cache0-eth0,qpairs=1"}));
@@ -36,16 +36,23 @@ TEST(EalArgs, EmulationDefault) {
 TEST(EalArgs, QueuePairsFollowLcoreCount) {
   auto n = node();
   n.lcores = "0-1";
-  const auto a = build_eal_args("prog", n, {});
+  const auto a = build_eal_args("prog", n, 1500, {});
   EXPECT_EQ(a.back(), "--vdev=net_af_packet0,iface=cache0-eth0,qpairs=2");
 }
 
 TEST(EalArgs, ConfiguredArgsReplaceTheEmulationDefault) {
   auto n = node();
   n.eal_args = {"-a", "0000:3b:00.0", "-n", "4"};
-  EXPECT_EQ(build_eal_args("prog", n, {"--huge-dir", "/mnt/huge"}),
+  EXPECT_EQ(build_eal_args("prog", n, 9000, {"--huge-dir", "/mnt/huge"}),
             (Args{"prog", "-l", "1", "--file-prefix", "exo-cache0", "--log-level=*:warning", "-a",
                   "0000:3b:00.0", "-n", "4", "--huge-dir", "/mnt/huge"}));
+}
+
+TEST(EalArgs, JumboMtuGetsBiggerAfPacketFrames) {
+  EXPECT_EQ(exo::cache::af_packet_framesz(1500), 2048u);
+  EXPECT_EQ(exo::cache::af_packet_framesz(9000), 16384u);
+  EXPECT_EQ(build_eal_args("prog", node(), 9000, {}).back(),
+            "--vdev=net_af_packet0,iface=cache0-eth0,qpairs=1,framesz=16384,blocksz=16384");
 }
 
 }  // namespace
