@@ -11,6 +11,11 @@ namespace {
 
 using json = nlohmann::json;
 
+const json& section(const json& j, const char* name, const std::string& where) {
+  if (!j.is_object() || !j.contains(name)) throw ClusterError(where + name + ": missing section");
+  return j.at(name);
+}
+
 template <typename T>
 T field(const json& j, const char* name, const std::string& where) {
   if (!j.contains(name)) throw ClusterError(where + "." + name + ": missing");
@@ -82,14 +87,14 @@ Cluster load_cluster(const std::string& path) {
   }
   Cluster c;
   const std::string w = path + ": ";
-  const json& cl = j.at("cluster");
+  const json& cl = section(j, "cluster", w);
   c.mtu = field<uint32_t>(cl, "mtu", w + "cluster");
   c.udp_port = field<uint16_t>(cl, "udp_port", w + "cluster");
   c.service_ip = parse_ipv4(field<std::string>(cl, "service_ip", w + "cluster"));
-  c.partition_bits = field<uint32_t>(j.at("switch"), "partition_bits", w + "switch");
-  c.controller_grpc = field<std::string>(j.at("controller"), "grpc", w + "controller");
+  c.partition_bits = field<uint32_t>(section(j, "switch", w), "partition_bits", w + "switch");
+  c.controller_grpc = field<std::string>(section(j, "controller", w), "grpc", w + "controller");
 
-  const json& caches = j.at("cache_nodes");
+  const json& caches = section(j, "cache_nodes", w);
   for (size_t i = 0; i < caches.size(); ++i) {
     const std::string where = w + "cache_nodes[" + std::to_string(i) + "]";
     CacheNodeInfo n;
@@ -102,7 +107,7 @@ Cluster load_cluster(const std::string& path) {
     n.eal_args = field<std::vector<std::string>>(caches[i], "eal_args", where);
     c.cache_nodes.push_back(std::move(n));
   }
-  const json& dbs = j.at("db_nodes");
+  const json& dbs = section(j, "db_nodes", w);
   for (size_t i = 0; i < dbs.size(); ++i) {
     const std::string where = w + "db_nodes[" + std::to_string(i) + "]";
     DbNodeInfo n;
@@ -111,12 +116,13 @@ Cluster load_cluster(const std::string& path) {
     n.data_dir = field<std::string>(dbs[i], "data_dir", where);
     n.threads = field<uint32_t>(dbs[i], "threads", where);
     n.sync_writes = field<bool>(dbs[i], "sync_writes", where);
-    if (!dbs[i].at("cache_node").is_null()) n.cache_node = field<std::string>(dbs[i], "cache_node", where);
+    if (dbs[i].contains("cache_node") && !dbs[i].at("cache_node").is_null()) n.cache_node = field<std::string>(dbs[i], "cache_node", where);
     c.db_nodes.push_back(std::move(n));
   }
-  for (size_t i = 0; i < j.at("clients").size(); ++i) {
+  const json& clients = section(j, "clients", w);
+  for (size_t i = 0; i < clients.size(); ++i) {
     NodeInfo n;
-    fill_node(j.at("clients")[i], n, w + "clients[" + std::to_string(i) + "]");
+    fill_node(clients[i], n, w + "clients[" + std::to_string(i) + "]");
     c.clients.push_back(std::move(n));
   }
   const auto owners = field<std::vector<std::string>>(j, "partitions", w.substr(0, w.size() - 2));

@@ -128,8 +128,9 @@ size_t build(std::span<uint8_t> out, const uint8_t* eth_dst, const Addr& src, ui
   const size_t len = kMinFrame + key.size() + value.size();
   if (len > out.size() || key.size() > kMaxKeyLen) return 0;
   uint8_t* f = out.data();
-  std::memmove(f + kMinFrame, key.data(), key.size());
-  std::memmove(f + kMinFrame + key.size(), value.data(), value.size());
+  // Empty spans may carry a null data(): memmove from null is undefined even for 0 bytes.
+  if (!key.empty()) std::memmove(f + kMinFrame, key.data(), key.size());
+  if (!value.empty()) std::memmove(f + kMinFrame + key.size(), value.data(), value.size());
   std::memcpy(f, eth_dst, 6);
   std::memcpy(f + 6, src.mac, 6);
   write_headers(f, src.ip, ip_dst, src.port, udp_dst, h, key.size(), value.size());
@@ -154,7 +155,7 @@ size_t build_reply(std::span<uint8_t> out, const FrameView& req, const Addr& sel
   uint8_t* f = out.data();
   const size_t key_len = req.key.size();
   std::memmove(f + kMinFrame, req.key.data(), key_len);  // no-op when in place
-  std::memmove(f + kMinFrame + key_len, value.data(), value.size());
+  if (!value.empty()) std::memmove(f + kMinFrame + key_len, value.data(), value.size());
   std::memcpy(f, client_mac, 6);
   std::memcpy(f + 6, self.mac, 6);
   write_headers(f, self.ip, client_ip, self.port, client_port, h, key_len, value.size());

@@ -59,3 +59,14 @@ TEST(Cluster, MissingFileIsAClearError) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Cluster, MissingSectionNamesIt) {
+  try {
+    exo::load_cluster(write_tmp("{}"));
+    FAIL() << "expected ClusterError";
+  } catch (const exo::ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster: missing section"), std::string::npos) << e.what();
+  }
+}
+}  // namespace
