@@ -31,3 +31,15 @@ def counters(cl) -> dict[str, dict[str, int]]:
 
 def delta(after, before, counter: str) -> dict[str, int]:
     return {n: after[n].get(counter, 0) - before[n].get(counter, 0) for n in after}
+
+
+def wait_flow_packets(cl, ruleset: int, dst_mac: bytes, at_least: int, timeout: float = 5.0):
+    """OVS pushes datapath flow statistics to OpenFlow counters lazily (its revalidator runs
+    about every 500 ms), so poll the switch until the rule has counted `at_least` packets."""
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        flow = matching_flow(cl.stubs.rules(ruleset).flows, dst_mac)
+        if flow.packet_count >= at_least or time.monotonic() > deadline:
+            return flow
+        time.sleep(0.2)

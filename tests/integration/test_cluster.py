@@ -8,7 +8,7 @@ from exoproto import control_pb2 as pb
 from exoskeleton import wire
 from exoskeleton.keyhash import PREFIX_GET, key_hash, request_mac
 
-from .helpers import cache_for, counters, delta, matching_flow, owner_db
+from .helpers import cache_for, counters, delta, matching_flow, owner_db, wait_flow_packets
 
 pytestmark = pytest.mark.mininet
 
@@ -53,7 +53,8 @@ def test_uncached_get_is_served_by_owning_db_node(cluster):
     gets = delta(after, before, "gets")
     assert gets[owner] == 20
     assert all(v == 0 for n, v in gets.items() if n != owner), gets
-    flow_after = matching_flow(cluster.stubs.rules(3).flows, request_mac(PREFIX_GET, key_hash(key)))
+    flow_after = wait_flow_packets(cluster, 3, request_mac(PREFIX_GET, key_hash(key)),
+                                   flow_before.packet_count + 20)
     assert flow_after.out_port == cluster.cfg.node(owner).switch_port
     assert flow_after.packet_count - flow_before.packet_count >= 20
 
@@ -72,7 +73,7 @@ def test_cached_get_is_served_by_cache_node(cluster):
     assert delta(after, before, "hits")[node] == 30
     db_gets = {n: v for n, v in delta(after, before, "gets").items() if n.startswith("db")}
     assert sum(db_gets.values()) == 0, db_gets
-    rule_after = matching_flow(cluster.stubs.rules(2).flows, request_mac(PREFIX_GET, key_hash(key)))
+    rule_after = wait_flow_packets(cluster, 2, request_mac(PREFIX_GET, key_hash(key)), rule.packet_count + 30)
     assert rule_after.packet_count - rule.packet_count >= 30
 
 

@@ -20,8 +20,9 @@ def leftovers(bridge: str) -> list[str]:
     if bridge in bridges:
         found.append(f"bridge {bridge}")
     for pattern in ("exo-db-node", "exo-cache-node", "exo_controller", "mininet:"):
-        if subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0:
-            found.append(f"process {pattern}")
+        pg = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
+        if pg.returncode == 0:
+            found.append(f"process {pg.stdout.strip()}")
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.strip()
     if netns:
         found.append(f"netns {netns}")

@@ -106,10 +106,21 @@ class EmulatedCluster:
             _terminate(proc, name)
         self.node_procs.clear()
         if self.net is not None:
+            nodes = [*self.net.hosts, *self.net.switches, *self.net.controllers]
+            shells = [n.shell for n in nodes if n.shell is not None]
             try:
                 self.net.stop()
             except Exception as err:  # keep tearing down
                 log.warning("net.stop: %s", err)
+            # Mininet signals its node shells but does not wait for them; some (the controller
+            # node's) ignore SIGHUP. Give them a moment, then kill what is left.
+            deadline = time.monotonic() + 1.0
+            for shell in shells:
+                try:
+                    shell.wait(timeout=max(0.05, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    shell.kill()
+                    shell.wait(timeout=5)
             self.net = None
         ovs.delete_bridge(self.cfg.switch.bridge)
         if self.controller_proc is not None:
