@@ -78,6 +78,7 @@ def run_load(c: Client, args) -> Tally:
             _emit({"progress": t.ops, "total": args.count, "errors": t.errors})
 
     c.stream(reqs(), on)
+    _emit({"progress": t.ops, "total": args.count, "errors": t.errors})
     return t
 
 
@@ -114,6 +115,7 @@ def run_mix(c: Client, args) -> Tally:
                    "errors": t.errors})
 
     c.stream(reqs(), on, stop_at=stop_at)
+    _emit({"progress": args.duration, "total": args.duration, "ops": t.ops, "errors": t.errors})
     t.per_second_cumulative = per_second  # type: ignore[attr-defined]
     return t
 
