@@ -47,8 +47,8 @@ class SwitchSection(_Strict):
     dpid: int = Field(1, ge=1, description="OpenFlow datapath id of the switch.")
     bridge: str = Field("exo-s1", description="OVS bridge name (emulation).")
     cache_rule_capacity: int = Field(4096, ge=1, description="C: exact-match rules the switch holds for Ruleset 2.")
-    rule_update_rate: float = Field(50.0, gt=0, description="R: rule updates per second the switch accepts.")
-    fast_add_fraction: float = Field(0.1, ge=0, lt=1, description="Share of C kept as the fast-add buffer.")
+    rule_update_rate: float = Field(50.0, gt=0, description="R: rule updates per second the switch accepts (the rate-limited updater that enforces it is not built yet).")
+    fast_add_fraction: float = Field(0.1, ge=0, lt=1, description="Share of C kept as the fast-add buffer (used by the rule updater, not built yet).")
     partition_bits: int = Field(8, ge=1, le=12, description="Ruleset 3 has 2^bits wildcard rules (hash-space slots).")
     virtual_nodes: int = Field(64, ge=1, le=1024, description="Points per db node on the consistent-hash ring.")
 

@@ -4,6 +4,7 @@
     exo config check FILE         validate a cluster config (errors name the field)
     exo config resolve FILE [-o]  write the JSON the C++ nodes read
     exo config generate ...       write an emulation config (n cache / db / client nodes)
+    exo config reference          print the config reference generated from the schema
 """
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ def cmd_config(args) -> int:
     return 0
 
 
+def cmd_reference(args) -> int:
+    from exo_controller.config_reference import render
+    sys.stdout.write(render())
+    return 0
+
+
 def cmd_generate(args) -> int:
     from exo_topo.configgen import emulation_config, emulation_config_dict
     d = emulation_config_dict(args.cache, args.db, args.clients, args.run_dir)
@@ -89,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     res = csub.add_parser("resolve")
     res.add_argument("file")
     res.add_argument("-o", "--output")
+    ref = csub.add_parser("reference", help="print the config reference (markdown)")
+    ref.set_defaults(func=cmd_reference)
     gen = csub.add_parser("generate")
     gen.add_argument("--cache", type=int, default=2)
     gen.add_argument("--db", type=int, default=4)

@@ -1,0 +1,45 @@
+"""Generate the config reference (docs/config-reference.md) from the schema itself, so every
+option is declared once, with its default and help, in config.py."""
+from __future__ import annotations
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from .config import (CacheNodeConfig, ClientConfig, ClusterSection, ControllerSection,
+                     DbNodeConfig, SwitchSection)
+
+SECTIONS: list[tuple[str, type[BaseModel], str]] = [
+    ("cluster", ClusterSection, "Cluster-wide data-plane settings."),
+    ("switch", SwitchSection, "The OpenFlow switch and the partitioning of the key-hash space."),
+    ("controller", ControllerSection, "Where the os-ken controller listens."),
+    ("cache_nodes[]", CacheNodeConfig, "One entry per DPDK cache node."),
+    ("db_nodes[]", DbNodeConfig, "One entry per RocksDB db node (at least one)."),
+    ("clients[]", ClientConfig, "Client hosts (the emulation creates them; real clients need no entry)."),
+]
+
+NODE_HELP = {
+    "name": "Node name: 1-10 chars of [a-z0-9], starting with a letter.",
+    "mac": "The node's real unicast MAC; must not start with aa or ba (key-hash prefixes).",
+    "ip": "The node's IPv4 address (replies come from it).",
+    "switch_port": "The switch port the node is cabled to.",
+}
+
+
+def _default(field) -> str:
+    if field.default is PydanticUndefined and field.default_factory is None:
+        return "required"
+    value = field.default_factory() if field.default_factory is not None else field.default
+    return "`null`" if value is None else f"`{value}`"
+
+
+def render() -> str:
+    lines = ["# Cluster config reference", "",
+             "Generated from `controller/exo_controller/config.py` by "
+             "`exo config reference`; do not edit by hand. Unknown keys are errors.", ""]
+    for name, model, blurb in SECTIONS:
+        lines += [f"## `{name}`", "", blurb, "", "| key | default | meaning |", "|---|---|---|"]
+        for key, field in model.model_fields.items():
+            help_text = field.description or NODE_HELP.get(key, "")
+            lines.append(f"| `{key}` | {_default(field)} | {help_text} |")
+        lines.append("")
+    return "\n".join(lines)
