@@ -114,7 +114,11 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    # Ctrl-C, kill and a closed terminal all end in the same teardown. SIGINT is set
+    # explicitly because a shell starts background jobs with it ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _sigterm_as_interrupt)
     try:
         return args.func(args)
     except ConfigError as err:

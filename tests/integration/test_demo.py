@@ -1,0 +1,32 @@
+"""`exo demo`, shortened: it runs end to end and writes every field results/demo.json promises."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mininet
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_short_demo_writes_its_results(tmp_path: Path):
+    out = tmp_path / "demo.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "exo_cli.main", "demo", "--keys", "3000", "--hot", "50",
+         "--duration", "4", "--out", str(out), "--run-dir", str(tmp_path / "run")],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    s = json.loads(out.read_text())
+    for field in ("ops", "errors", "gets", "gets_from_cache", "per_node", "latency_us", "flows"):
+        assert field in s, field
+    assert s["ops"] > 1000 and s["errors"] == 0
+    assert 0 < s["gets_from_cache"] < s["gets"]
+    # node counters and reply flags agree (a resent GET may be counted twice by the node)
+    assert abs(s["gets_from_cache"] - s["gets_from_cache_reply_flag"]) <= 0.01 * s["gets"]
+    assert set(s["per_node"]) == {"cache0", "cache1", "db0", "db1", "db2", "db3"}
+    assert all(v > 0 for v in s["per_node"].values())
+    assert s["latency_us"]["p50"] <= s["latency_us"]["p99"]
+    assert s["flows"] == {"ruleset1": 9, "ruleset2": 50, "ruleset3": 256}
