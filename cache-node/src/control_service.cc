@@ -88,15 +88,20 @@ std::string ControlService::change_rules(const Keys& keys, bool add) {
   return "";
 }
 
-std::string ControlService::db_evict(const Keys& keys) {
-  std::map<uint32_t, EvictRequest> by_owner;
+template <typename Request>
+std::map<uint32_t, Request> ControlService::by_owner(const Keys& keys) const {
+  std::map<uint32_t, Request> out;
   for (const auto& k : keys) {
-    auto& req = by_owner[cluster_.owner_index(hash_of(k))];
+    Request& req = out[cluster_.owner_index(hash_of(k))];
     req.add_keys(k);
     req.set_cache_node(name_);
   }
+  return out;
+}
+
+std::string ControlService::db_evict(const Keys& keys) {
   std::string err;
-  for (auto& [idx, req] : by_owner) {
+  for (auto& [idx, req] : by_owner<EvictRequest>(keys)) {
     EvictReply rep;
     auto ctx = ctx_with_deadline();
     const grpc::Status st = db_stub(idx).Evict(ctx.get(), req, &rep);
@@ -109,14 +114,8 @@ std::string ControlService::db_evict(const Keys& keys) {
 std::string ControlService::db_fetch(const Keys& keys,
                                      std::vector<std::pair<std::string, std::string>>& found,
                                      Keys& failed) {
-  std::map<uint32_t, FetchRequest> by_owner;
-  for (const auto& k : keys) {
-    auto& req = by_owner[cluster_.owner_index(hash_of(k))];
-    req.add_keys(k);
-    req.set_cache_node(name_);
-  }
   std::string err;
-  for (auto& [idx, req] : by_owner) {
+  for (auto& [idx, req] : by_owner<FetchRequest>(keys)) {
     FetchReply rep;
     auto ctx = ctx_with_deadline();
     const grpc::Status st = db_stub(idx).Fetch(ctx.get(), req, &rep);
@@ -198,7 +197,7 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
   not_cached.insert(not_cached.end(), evicted.begin(), evicted.end());
   append_error(reply, db_evict(not_cached));  // the db node need not 2PC these keys with us
   reply->set_done(static_cast<uint32_t>(rules.size()));
-  if (!reply->error().empty()) log_warn("Cache: %s", reply->error().c_str());
+  if (!reply->error().empty()) LOG_WARN("Cache: %s", reply->error().c_str());
   return grpc::Status::OK;
 }
 
@@ -209,7 +208,7 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
   if (std::string e = change_rules(keys, /*add=*/false); !e.empty()) {
     for (const auto& k : keys) reply->add_skipped(k);
     append_error(reply, e);
-    log_warn("Evict: %s", e.c_str());
+    LOG_WARN("Evict: %s", e.c_str());
     return grpc::Status::OK;
   }
   uint32_t erased = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +39,10 @@ class ControlService final : public exo::CacheNode::Service {
   // Each returns "" on success, else a human-readable error.
   std::string change_rules(const Keys& keys, bool add);
   std::string db_evict(const Keys& keys);
+  grpc::Status finish_tx(const TxRequest& req, TxReply* reply, bool commit);
+  // Splits keys into one request per owning db node (index into cluster_.db_nodes).
+  template <typename Request>
+  std::map<uint32_t, Request> by_owner(const Keys& keys) const;
   // Fetches keys from their owning db nodes; found -> values[key]; failed groups -> failed.
   std::string db_fetch(const Keys& keys, std::vector<std::pair<std::string, std::string>>& found,
                        Keys& failed);

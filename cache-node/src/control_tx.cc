@@ -57,26 +57,37 @@ grpc::Status ControlService::Prepare(grpc::ServerContext*, const PrepareRequest*
 }
 
 grpc::Status ControlService::Commit(grpc::ServerContext*, const TxRequest* req, TxReply* reply) {
+  return finish_tx(*req, reply, /*commit=*/true);
+}
+
+grpc::Status ControlService::Abort(grpc::ServerContext*, const TxRequest* req, TxReply* reply) {
+  return finish_tx(*req, reply, /*commit=*/false);
+}
+
+// Commit and Abort differ only in what happens to the prepared write; the lookups (map entry,
+// else a Fetch still in flight), the txid checks and the replies are the same.
+grpc::Status ControlService::finish_tx(const TxRequest& req, TxReply* reply, bool commit) {
   std::lock_guard lock(state_.mu);
   auto& map = state_.map;
-  const LruMap::Entry* e = map.find(req->key());
+  std::atomic<uint64_t>& applied = commit ? cp_.commits : cp_.aborts;
+  const LruMap::Entry* e = map.find(req.key());
   const uint64_t held_txid = e ? e->txid : 0;
-  switch (map.commit(req->key(), req->txid())) {
+  switch (commit ? map.commit(req.key(), req.txid()) : map.abort(req.key(), req.txid())) {
     case LruMap::TxResult::kOk:
     case LruMap::TxResult::kErased:
-      ++cp_.commits;
+      ++applied;
       set(reply, true, true);
       return grpc::Status::OK;
     case LruMap::TxResult::kNoPending:
       set(reply, false, true, "no prepared write for this key");
       return grpc::Status::OK;
     case LruMap::TxResult::kTxidMismatch:
-      set(reply, false, true, txid_error(held_txid, req->txid()));
+      set(reply, false, true, txid_error(held_txid, req.txid()));
       return grpc::Status::OK;
     default:
       break;
   }
-  auto it = state_.fetching.find(req->key());
+  auto it = state_.fetching.find(req.key());
   if (it == state_.fetching.end()) {
     set(reply, true, false);  // evicted since Prepare: nothing to update
     return grpc::Status::OK;
@@ -84,52 +95,17 @@ grpc::Status ControlService::Commit(grpc::ServerContext*, const TxRequest* req, 
   FetchState& fs = it->second;
   if (!fs.prepared) {
     set(reply, false, true, "no prepared write for this key");
-  } else if (fs.txid != req->txid()) {
-    set(reply, false, true, txid_error(fs.txid, req->txid()));
+  } else if (fs.txid != req.txid()) {
+    set(reply, false, true, txid_error(fs.txid, req.txid()));
   } else {
-    fs.committed = true;
-    fs.committed_delete = fs.prepared_delete;
-    fs.committed_value = std::move(fs.prepared_value);
+    if (commit) {  // the pending Fetch insert will use this outcome instead of its value
+      fs.committed = true;
+      fs.committed_delete = fs.prepared_delete;
+      fs.committed_value = std::move(fs.prepared_value);
+    }
     fs.prepared = false;
     fs.prepared_value.clear();
-    ++cp_.commits;
-    set(reply, true, true);
-  }
-  return grpc::Status::OK;
-}
-
-grpc::Status ControlService::Abort(grpc::ServerContext*, const TxRequest* req, TxReply* reply) {
-  std::lock_guard lock(state_.mu);
-  const LruMap::Entry* e = state_.map.find(req->key());
-  const uint64_t held_txid = e ? e->txid : 0;
-  switch (state_.map.abort(req->key(), req->txid())) {
-    case LruMap::TxResult::kOk:
-      ++cp_.aborts;
-      set(reply, true, true);
-      return grpc::Status::OK;
-    case LruMap::TxResult::kNoPending:
-      set(reply, false, true, "no prepared write for this key");
-      return grpc::Status::OK;
-    case LruMap::TxResult::kTxidMismatch:
-      set(reply, false, true, txid_error(held_txid, req->txid()));
-      return grpc::Status::OK;
-    default:
-      break;
-  }
-  auto it = state_.fetching.find(req->key());
-  if (it == state_.fetching.end()) {
-    set(reply, true, false);
-    return grpc::Status::OK;
-  }
-  FetchState& fs = it->second;
-  if (!fs.prepared) {
-    set(reply, false, true, "no prepared write for this key");
-  } else if (fs.txid != req->txid()) {
-    set(reply, false, true, txid_error(fs.txid, req->txid()));
-  } else {
-    fs.prepared = false;
-    fs.prepared_value.clear();
-    ++cp_.aborts;
+    ++applied;
     set(reply, true, true);
   }
   return grpc::Status::OK;

@@ -81,9 +81,9 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
   argv.push_back(nullptr);
   std::string joined;
   for (const auto& a : args) joined += " " + a;
-  log_info("EAL args:%s", joined.c_str());
+  LOG_INFO("EAL args:%s", joined.c_str());
   if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {
-    log_error("rte_eal_init failed: %s", rte_strerror(rte_errno));
+    LOG_ERROR("rte_eal_init failed: %s", rte_strerror(rte_errno));
     return 1;
   }
   install_signals();  // after EAL init, so ours win
@@ -111,13 +111,13 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
       init_lcore_state(ls, port.id, self.burst);
     }
   } catch (const std::exception& e) {
-    log_error("%s", e.what());
+    LOG_ERROR("%s", e.what());
     if (port_open) close_port(port);
     rte_eal_cleanup();
     return 1;
   }
   if (std::memcmp(port.mac.addr_bytes, self.mac.data(), 6) != 0)
-    log_warn("port MAC %s differs from configured %s; replies use the configured MAC",
+    LOG_WARN("port MAC %s differs from configured %s; replies use the configured MAC",
              exo::format_mac(port.mac.addr_bytes).c_str(), exo::format_mac(self.mac.data()).c_str());
 
   CacheState state(self.capacity);
@@ -147,11 +147,11 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
     server->Wait();
   });
   if (std::string err = started.get_future().get(); !err.empty()) {
-    log_error("%s", err.c_str());
+    LOG_ERROR("%s", err.c_str());
     g_quit = true;
     rc = 1;
   } else {
-    log_info("%s: port %u mac %s, %zu lcore(s), capacity %u, gRPC %s", self.name.c_str(), port.id,
+    LOG_INFO("%s: port %u mac %s, %zu lcore(s), capacity %u, gRPC %s", self.name.c_str(), port.id,
              exo::format_mac(self.mac.data()).c_str(), lcore_ids.size(), self.capacity,
              self.grpc.c_str());
     LoopShared shared;
@@ -164,7 +164,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
     shared.lcores = lcores.data();
     rte_eal_mp_remote_launch(lcore_main, &shared, CALL_MAIN);  // returns when g_quit is set
     rte_eal_mp_wait_lcore();
-    log_info("shutting down");
+    LOG_INFO("shutting down");
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
   control.join();
@@ -196,7 +196,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help is 0; any usage error is 2 like config errors
   }
-  if (!set_log_level(level)) {
+  exo::log_program() = "exo-cache-node";
+  if (!exo::set_log_level(level)) {
     std::fprintf(stderr, "exo-cache-node: --log-level: unknown level '%s'\n", level.c_str());
     return 2;
   }

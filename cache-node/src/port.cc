@@ -29,7 +29,7 @@ Port open_port(const PortConfig& cfg) {
     p.id = pid;
     break;
   }
-  if (avail > 1) log_warn("%u ethdevs available; using port %u", avail, p.id);
+  if (avail > 1) LOG_WARN("%u ethdevs available; using port %u", avail, p.id);
 
   // Data room: headroom + the largest frame (14 + mtu), so a GET reply is always built in the RX
   // mbuf itself (zero copy), however large the cached value (<= max_kv_bytes(mtu)).
@@ -65,7 +65,7 @@ Port open_port(const PortConfig& cfg) {
   if (rc != 0) fail("rte_eth_dev_adjust_nb_rx_tx_desc", rc);
   // A failed MTU set is not fatal: af_packet inherits the kernel interface's MTU.
   if ((rc = rte_eth_dev_set_mtu(p.id, static_cast<uint16_t>(cfg.mtu))) != 0)
-    log_warn("rte_eth_dev_set_mtu(%u): %s (continuing)", cfg.mtu, rte_strerror(-rc));
+    LOG_WARN("rte_eth_dev_set_mtu(%u): %s (continuing)", cfg.mtu, rte_strerror(-rc));
 
   const int socket = rte_eth_dev_socket_id(p.id);
   for (uint16_t q = 0; q < cfg.nb_queues; ++q) {
@@ -80,7 +80,7 @@ Port open_port(const PortConfig& cfg) {
   rc = rte_eth_dev_start(p.id);
   if (rc != 0) fail("rte_eth_dev_start", rc);
   rc = rte_eth_promiscuous_enable(p.id);
-  if (rc != 0 && rc != -ENOTSUP) log_warn("promiscuous mode: %s", rte_strerror(-rc));
+  if (rc != 0 && rc != -ENOTSUP) LOG_WARN("promiscuous mode: %s", rte_strerror(-rc));
   rte_eth_macaddr_get(p.id, &p.mac);
   return p;
 }

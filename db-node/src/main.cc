@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   CLI11_PARSE(app, argc, argv);
-  set_log_level(level);
+  exo::log_program() = "exo-db-node";
+  exo::set_log_level(level);
 
   // Block the stop signals before any thread exists (gRPC's included), so they are delivered
   // only to sigwait below and no handler has to be async-signal-safe.
