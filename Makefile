@@ -5,7 +5,7 @@ BUILD ?= build
 PY := .venv/bin/python
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test test-unit test-cpp test-integration demo clean
+.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz demo clean
 
 all: build
 
@@ -27,6 +27,13 @@ test-unit: deps
 
 test-integration: build
 	@$(PY) -m pytest -q -m mininet tests/integration
+
+# C++ unit tests under ASan+UBSan and a short libFuzzer run of each packet parser (part of test).
+sanitize: deps
+	@scripts/sanitize.sh
+
+fuzz: deps
+	@FUZZ_SECONDS=$${FUZZ_SECONDS:-600} scripts/sanitize.sh
 
 demo: build
 	@.venv/bin/exo demo

@@ -10,6 +10,7 @@ APT_PACKAGES=(
   dpdk-dev libnuma-dev libpcap-dev libbsd-dev libelf-dev libibverbs-dev
   librocksdb-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libxxhash-dev nlohmann-json3-dev libcli11-dev
+  clang libclang-rt-14-dev
   python3-venv python3-pip
 )
 
