@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD:-build-sanitize}
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 TESTS=(proto/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests)
-FUZZERS=(proto/cpp/wire_parse_fuzz cache-node/request_handler_fuzz)
+FUZZERS=(proto/cpp/wire_parse_fuzz cache-node/request_handler_fuzz db-node/db_request_handler_fuzz)
 
 echo "==> sanitizer build (clang, ASan + UBSan, libFuzzer) in $BUILD"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
