@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -115,6 +116,8 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
             mix.kill()
         counters = _delta(_counters(cl), before)
         rules = cl.stubs.rules(0)
+        flows_dump = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", cfg.switch.bridge],
+                                    capture_output=True, text=True).stdout
 
     lat = np.concatenate([np.load(r["latency_file"]) for r in results.values()])
     ops = sum(r["ops"] for r in results.values())
@@ -151,6 +154,8 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
         "config": str(config),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
+    summary["flows_dump_file"] = str(out.with_name(out.stem + "-flows.txt"))
+    Path(summary["flows_dump_file"]).write_text(flows_dump)  # the switch's own view, for reading
     out.write_text(json.dumps(summary, indent=1) + "\n")
     print_summary(summary, out)
     return summary
