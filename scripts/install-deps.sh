@@ -36,7 +36,7 @@ stamp=.venv/.exo-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "==> pip install -e .[test]"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test]'
+  PYTHONWARNINGS=ignore .venv/bin/pip install -q -e '.[test]'
   touch "$stamp"
 else
   echo "==> Python packages: up to date"
