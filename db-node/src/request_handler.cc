@@ -8,11 +8,6 @@
 namespace exo::db {
 namespace {
 
-// wire::build_reply memmove()s the value even when it is empty; memmove from nullptr is UB
-// even for 0 bytes (UBSan flags it), so empty replies pass a non-null empty span.
-constexpr uint8_t kNoValueStorage[1] = {0};
-constexpr std::span<const uint8_t> kNoValue(kNoValueStorage, 0);
-
 constexpr size_t kUdpDstPortOffset = wire::kEthLen + wire::kIpLen + 2;  // 36
 
 // Is this an IPv4/UDP frame to some port other than ours? Such frames are someone else's
@@ -161,13 +156,13 @@ size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
 
 size_t RequestHandler::reply(const wire::FrameView& req, std::span<uint8_t> out, uint8_t status,
                              std::span<const uint8_t> value) {
-  return wire::build_reply(out, req, self_addr_, status, 0, value.data() ? value : kNoValue);
+  return wire::build_reply(out, req, self_addr_, status, 0, value);
 }
 
 size_t RequestHandler::error(const wire::FrameView& req, std::span<uint8_t> out) {
   bump(c_.errors);
   // With an empty value the reply is no larger than the request, which fit in 14 + mtu.
-  return wire::build_reply(out, req, self_addr_, wire::kError, 0, kNoValue);
+  return wire::build_reply(out, req, self_addr_, wire::kError, 0, {});
 }
 
 }  // namespace exo::db
