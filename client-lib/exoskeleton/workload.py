@@ -56,6 +56,21 @@ class Tally:
                 "gets_from_cache_flag": self.from_cache}
 
 
+class _Every:
+    """True at most once per `seconds`: paces progress lines."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.last = time.monotonic()
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if now - self.last < self.seconds:
+            return False
+        self.last = now
+        return True
+
+
 def _emit(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -63,18 +78,15 @@ def _emit(obj: dict) -> None:
 
 def run_load(c: Client, args) -> Tally:
     t = Tally()
-    last = time.monotonic()
+    tick = _Every(0.5)
 
     def reqs():
         for rank in range(args.first, args.first + args.count):
             yield Request(wire.OP_PUT, key_name(rank), _value(rank, args.value_size))
 
     def on(r: Result) -> None:
-        nonlocal last
         t.add(r)
-        now = time.monotonic()
-        if now - last >= 0.5:
-            last = now
+        if tick():
             _emit({"progress": t.ops, "total": args.count, "errors": t.errors})
 
     c.stream(reqs(), on)
@@ -88,7 +100,7 @@ def run_mix(c: Client, args) -> Tally:
     rng = np.random.default_rng(args.seed + 1)
     start = time.monotonic()
     stop_at = start + args.duration
-    last = start
+    tick = _Every(1.0)
     per_second: list[int] = []
     tag = args.seed << 20
 
@@ -105,14 +117,11 @@ def run_mix(c: Client, args) -> Tally:
                     yield Request(wire.OP_PUT, key_name(int(rank)), _value(tag, args.value_size))
 
     def on(r: Result) -> None:
-        nonlocal last
         t.add(r)
-        now = time.monotonic()
-        if now - last >= 1.0:
-            last = now
+        if tick():
             per_second.append(t.ops)
-            _emit({"progress": round(now - start, 2), "total": args.duration, "ops": t.ops,
-                   "errors": t.errors})
+            _emit({"progress": round(time.monotonic() - start, 2), "total": args.duration,
+                   "ops": t.ops, "errors": t.errors})
 
     c.stream(reqs(), on, stop_at=stop_at)
     _emit({"progress": args.duration, "total": args.duration, "ops": t.ops, "errors": t.errors})

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   } catch (const exo::ClusterError& e) {
     std::fprintf(stderr, "exo-db-node: bad cluster config: %s\n", e.what());
     return 2;
-  } catch (const std::exception& e) {  // e.g. a missing top-level section (json::out_of_range)
+  } catch (const std::exception& e) {  // belt and braces: any other JSON library error
     std::fprintf(stderr, "exo-db-node: bad cluster config: %s: %s\n", cluster_path.c_str(), e.what());
     return 2;
   }

@@ -79,7 +79,7 @@ class EmulatedCluster:
         ovs.delete_bridge(self.cfg.switch.bridge)  # a crashed earlier run may have left it
         self.controller_proc = self._spawn(
             None, "controller", [sys.executable, "-m", "exo_controller", "--config", str(cfg_path)])
-        self._wait_for(lambda: self._grpc_ok(self.stubs.controller().ListRules, 0), "controller gRPC")
+        self._wait_for(self._controller_ok, "controller gRPC")
         self.net = Mininet(
             topo=ExoTopo(self.cfg),
             switch=partial(OVSSwitch, datapath="user", protocols="OpenFlow13", failMode="secure"),
@@ -217,10 +217,9 @@ class EmulatedCluster:
                 tail = (self.run_dir / f"{name}.log").read_text(errors="replace")[-2000:]
                 raise ClusterStartError(f"{name} exited with {p.returncode}:\n{tail}")
 
-    def _grpc_ok(self, method, ruleset) -> bool:
-        from exoproto import control_pb2 as pb
+    def _controller_ok(self) -> bool:
         try:
-            method(pb.ListRulesRequest(ruleset=ruleset), timeout=1.0)
+            self.stubs.rules(0, timeout=1.0)
             return True
         except Exception:
             return False
