@@ -47,10 +47,41 @@ class SwitchSection(_Strict):
     dpid: int = Field(1, ge=1, description="OpenFlow datapath id of the switch.")
     bridge: str = Field("exo-s1", description="OVS bridge name (emulation).")
     cache_rule_capacity: int = Field(4096, ge=1, description="C: exact-match rules the switch holds for Ruleset 2.")
-    rule_update_rate: float = Field(50.0, gt=0, description="R: rule updates per second the switch accepts (the rate-limited updater that enforces it is not built yet).")
-    fast_add_fraction: float = Field(0.1, ge=0, lt=1, description="Share of C kept as the fast-add buffer (used by the rule updater, not built yet).")
+    rule_update_rate: float = Field(50.0, gt=0, description="R: flow-mods per second the switch accepts (50 on the thesis's Pica8 P3922). The controller never sends more in any 1 s window, static rules included.")
+    fast_add_fraction: float = Field(0.1, ge=0, lt=1, description="Share of C kept as the fast-add buffer: cache nodes together select at most C*(1-fraction) keys, so adds can run ahead of deferred deletes (docs/cache-fill.md).")
     partition_bits: int = Field(8, ge=1, le=12, description="Ruleset 3 has 2^bits wildcard rules (hash-space slots).")
     virtual_nodes: int = Field(64, ge=1, le=1024, description="Points per db node on the consistent-hash ring.")
+
+
+class HotKeysSection(_Strict):
+    """Db nodes: sampled Space-Saving hot-key detection and REPORTs (thesis 3.5.1, docs/cache-fill.md)."""
+    top_k: int = Field(256, ge=1, le=100_000, description="k: counters per Space-Saving estimator (one estimator per time segment).")
+    sample_rate: float = Field(0.0625, gt=0, le=1, description="Share of GETs that update the estimator (1/16).")
+    segment_ms: int = Field(1000, ge=10, description="Length of one time segment; a new estimator starts every segment.")
+    segments: int = Field(4, ge=1, le=64, description="Segments kept (the current one included).")
+    weights: list[float] = Field([8.0, 4.0, 2.0, 1.0], description="Weight of each segment's rate, most recent first; one per segment. The current, partly filled segment's weight is scaled by how full it is.")
+    load_ewma_alpha: float = Field(0.5, gt=0, le=1, description="EWMA weight of the newest sample of the node's request throughput (its load).")
+    report_interval_ms: int = Field(250, ge=10, description="How often a db node REPORTs to its cache node.")
+    report_keys: int = Field(128, ge=1, le=100_000, description="Keys per REPORT: the hottest by estimated rate (at most top_k).")
+
+    @model_validator(mode="after")
+    def _weights(self) -> "HotKeysSection":
+        if len(self.weights) != self.segments:
+            raise ValueError(f"weights: has {len(self.weights)} entries, segments is {self.segments}")
+        if any(w < 0 for w in self.weights) or not any(w > 0 for w in self.weights):
+            raise ValueError("weights: must be >= 0 with at least one > 0")
+        return self
+
+
+class CacheFillSection(_Strict):
+    """Cache nodes: selection of the keys to hold from REPORTs (thesis 3.5.2, docs/cache-fill.md)."""
+    enabled: bool = Field(True, description="Cache nodes fill themselves from REPORTs. false: only the Cache/Evict RPCs change what is cached.")
+    interval_ms: int = Field(100, ge=10, description="How often a cache node snapshots its hot list and runs selection.")
+    min_rate: float = Field(1.0, ge=0, description="Requests/s a key needs before it is worth a switch rule.")
+    hysteresis: float = Field(0.1, ge=0, description="A key replaces a cached one only if its rate is (1 + hysteresis) times higher.")
+    report_ttl_ms: int = Field(3000, ge=10, description="A reported key not reported again within this time is dropped from the hot list.")
+    hit_ewma_alpha: float = Field(0.3, gt=0, le=1, description="EWMA weight of the newest hit-rate sample of a cached key.")
+    max_fetch_batch: int = Field(256, ge=1, description="Keys fetched per selection round (bounds a round's duration).")
 
 
 class ControllerSection(_Strict):
@@ -99,7 +130,7 @@ class _Node(_Strict):
 
 class CacheNodeConfig(_Node):
     grpc: str = Field(description="gRPC address of this cache node's control service.")
-    capacity: int = Field(1000, ge=1, description="Entries in the in-memory map.")
+    capacity: int = Field(1000, ge=1, description="Keys this node selects and holds (its share of Ruleset 2). The map is allocated twice as large so entries whose rule deletion is still queued at the switch keep being served.")
     lcores: str = Field("0", description="DPDK -l core list; one RX/TX loop per lcore.")
     burst: int = Field(32, ge=1, le=512, description="Packets per RX/TX burst.")
     idle_sleep_us: int = Field(20, ge=0, description="Sleep after an empty burst; 0 = spin (deployment).")
@@ -122,6 +153,8 @@ class ClusterConfig(_Strict):
     cluster: ClusterSection = ClusterSection()
     switch: SwitchSection = SwitchSection()
     controller: ControllerSection = ControllerSection()
+    hot_keys: HotKeysSection = HotKeysSection()
+    cache_fill: CacheFillSection = CacheFillSection()
     cache_nodes: list[CacheNodeConfig] = Field(default_factory=list)
     db_nodes: list[DbNodeConfig] = Field(min_length=1)
     clients: list[ClientConfig] = Field(default_factory=list)
@@ -143,9 +176,28 @@ class ClusterConfig(_Strict):
         for i, d in enumerate(self.db_nodes):
             if d.cache_node is not None and d.cache_node not in cache_names:
                 raise ValueError(f"db_nodes[{i}].cache_node: no cache node named {d.cache_node!r}")
+        selectable = sum(c.capacity for c in self.cache_nodes)
+        steady = self.selectable_rules()
+        if selectable > steady:
+            raise ValueError(
+                f"switch.cache_rule_capacity: {self.switch.cache_rule_capacity} leaves {steady} rules outside the "
+                f"fast-add buffer (fast_add_fraction {self.switch.fast_add_fraction:g}) but cache_nodes[*].capacity "
+                f"adds up to {selectable}")
         return self
 
     # ---- derived facts ----
+    def selectable_rules(self) -> int:
+        """Ruleset 2 rules outside the fast-add buffer: what cache nodes may select together."""
+        return int(self.switch.cache_rule_capacity * (1 - self.switch.fast_add_fraction))
+
+    def static_rule_count(self) -> int:
+        """Flows in table 0 besides Ruleset 2: one per node, ARP, and 2^partition_bits."""
+        return len(self.cache_nodes) + len(self.db_nodes) + len(self.clients) + 1 + (1 << self.switch.partition_bits)
+
+    def flow_limit(self) -> int:
+        """What to give OVS as Flow_Table flow_limit for table 0: static rules plus C."""
+        return self.static_rule_count() + self.switch.cache_rule_capacity
+
     def cache_node_for_db(self, db_name: str) -> Optional[str]:
         if not self.cache_nodes:
             return None
@@ -175,6 +227,12 @@ def _format_errors(err: ValidationError) -> str:
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
+        # Model validators raise "field.path: why"; fold that path into the location.
+        msg = msg.removeprefix("Value error, ")
+        m = re.match(r"^([a-z_][\w.\[\]*]*): (.*)$", msg, re.S)
+        if m and e["type"] == "value_error":
+            loc = f"{loc}.{m.group(1)}" if loc else m.group(1)
+            msg = m.group(2)
         lines.append(f"{loc or '<top>'}: {msg}")
     return "; ".join(lines)
 

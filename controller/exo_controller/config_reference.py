@@ -5,13 +5,17 @@ from __future__ import annotations
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from .config import (CacheNodeConfig, ClientConfig, ClusterSection, ControllerSection,
-                     DbNodeConfig, SwitchSection)
+from .config import (CacheFillSection, CacheNodeConfig, ClientConfig, ClusterSection, ControllerSection,
+                     DbNodeConfig, HotKeysSection, SwitchSection)
 
 SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("cluster", ClusterSection, "Cluster-wide data-plane settings."),
     ("switch", SwitchSection, "The OpenFlow switch and the partitioning of the key-hash space."),
     ("controller", ControllerSection, "Where the os-ken controller listens."),
+    ("hot_keys", HotKeysSection, "Db nodes: sampled Space-Saving hot-key detection and REPORTs "
+     "(docs/cache-fill.md)."),
+    ("cache_fill", CacheFillSection, "Cache nodes: which keys to hold, chosen from REPORTs "
+     "(docs/cache-fill.md)."),
     ("cache_nodes[]", CacheNodeConfig, "One entry per DPDK cache node."),
     ("db_nodes[]", DbNodeConfig, "One entry per RocksDB db node (at least one)."),
     ("clients[]", ClientConfig, "Client hosts (the emulation creates them; real clients need no entry)."),

@@ -38,6 +38,36 @@ void fill_node(const json& j, NodeInfo& n, const std::string& where) {
   n.iface = field<std::string>(j, "iface", where);
 }
 
+// The Python schema validates ranges; these checks only guard what would break a node.
+void load_hot_keys(const json& j, HotKeysConfig& h, const std::string& where) {
+  h.top_k = field<uint32_t>(j, "top_k", where);
+  h.sample_rate = field<double>(j, "sample_rate", where);
+  h.segment_ms = field<uint32_t>(j, "segment_ms", where);
+  h.segments = field<uint32_t>(j, "segments", where);
+  h.weights = field<std::vector<double>>(j, "weights", where);
+  h.load_ewma_alpha = field<double>(j, "load_ewma_alpha", where);
+  h.report_interval_ms = field<uint32_t>(j, "report_interval_ms", where);
+  h.report_keys = field<uint32_t>(j, "report_keys", where);
+  if (h.top_k == 0) throw ClusterError(where + ".top_k: must be >= 1");
+  if (!(h.sample_rate > 0 && h.sample_rate <= 1)) throw ClusterError(where + ".sample_rate: must be in (0, 1]");
+  if (h.segments == 0 || h.segment_ms == 0) throw ClusterError(where + ".segments: must be >= 1");
+  if (h.weights.size() != h.segments)
+    throw ClusterError(where + ".weights: needs one entry per segment (" + std::to_string(h.segments) + ")");
+  if (h.report_interval_ms == 0) throw ClusterError(where + ".report_interval_ms: must be >= 1");
+}
+
+void load_cache_fill(const json& j, CacheFillConfig& f, const std::string& where) {
+  f.enabled = field<bool>(j, "enabled", where);
+  f.interval_ms = field<uint32_t>(j, "interval_ms", where);
+  f.min_rate = field<double>(j, "min_rate", where);
+  f.hysteresis = field<double>(j, "hysteresis", where);
+  f.report_ttl_ms = field<uint32_t>(j, "report_ttl_ms", where);
+  f.hit_ewma_alpha = field<double>(j, "hit_ewma_alpha", where);
+  f.max_fetch_batch = field<uint32_t>(j, "max_fetch_batch", where);
+  if (f.interval_ms == 0) throw ClusterError(where + ".interval_ms: must be >= 1");
+  if (f.max_fetch_batch == 0) throw ClusterError(where + ".max_fetch_batch: must be >= 1");
+}
+
 }  // namespace
 
 Mac parse_mac(const std::string& s) {
@@ -93,6 +123,9 @@ Cluster load_cluster(const std::string& path) {
   c.service_ip = parse_ipv4(field<std::string>(cl, "service_ip", w + "cluster"));
   c.partition_bits = field<uint32_t>(section(j, "switch", w), "partition_bits", w + "switch");
   c.controller_grpc = field<std::string>(section(j, "controller", w), "grpc", w + "controller");
+  // Optional (defaults in cluster.h): `exo config resolve` always writes them.
+  if (j.contains("hot_keys")) load_hot_keys(j.at("hot_keys"), c.hot_keys, w + "hot_keys");
+  if (j.contains("cache_fill")) load_cache_fill(j.at("cache_fill"), c.cache_fill, w + "cache_fill");
 
   const json& caches = section(j, "cache_nodes", w);
   for (size_t i = 0; i < caches.size(); ++i) {

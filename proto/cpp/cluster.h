@@ -42,12 +42,37 @@ struct DbNodeInfo : NodeInfo {
   std::string cache_node;  // may be empty (no cache nodes)
 };
 
+// hot_keys section: db nodes' sampled Space-Saving detector and REPORTs (docs/cache-fill.md).
+struct HotKeysConfig {
+  uint32_t top_k = 256;
+  double sample_rate = 0.0625;
+  uint32_t segment_ms = 1000;
+  uint32_t segments = 4;
+  std::vector<double> weights{8, 4, 2, 1};  // most recent segment first; size == segments
+  double load_ewma_alpha = 0.5;
+  uint32_t report_interval_ms = 250;
+  uint32_t report_keys = 128;
+};
+
+// cache_fill section: cache nodes' selection from REPORTs (docs/cache-fill.md).
+struct CacheFillConfig {
+  bool enabled = true;
+  uint32_t interval_ms = 100;
+  double min_rate = 1.0;
+  double hysteresis = 0.1;
+  uint32_t report_ttl_ms = 3000;
+  double hit_ewma_alpha = 0.3;
+  uint32_t max_fetch_batch = 256;
+};
+
 struct Cluster {
   uint32_t mtu = 1500;
   uint16_t udp_port = 7777;
   uint32_t service_ip = 0;
   uint32_t partition_bits = 8;
   std::string controller_grpc;
+  HotKeysConfig hot_keys;
+  CacheFillConfig cache_fill;
   std::vector<CacheNodeInfo> cache_nodes;
   std::vector<DbNodeInfo> db_nodes;
   std::vector<NodeInfo> clients;

@@ -9,9 +9,9 @@ _CLUSTER = {
     "controller": {"openflow_port": 6699, "grpc": "unix:/tmp/exoctl-test/controller.sock"},
     "cache_nodes": [
         {"name": "cache1", "mac": "02:00:00:00:01:01", "ip": "10.0.1.1", "switch_port": 11,
-         "grpc": "unix:/tmp/exoctl-test/cache1.sock"},
+         "grpc": "unix:/tmp/exoctl-test/cache1.sock", "capacity": 40},
         {"name": "cache2", "mac": "02:00:00:00:01:02", "ip": "10.0.1.2", "switch_port": 12,
-         "grpc": "unix:/tmp/exoctl-test/cache2.sock"},
+         "grpc": "unix:/tmp/exoctl-test/cache2.sock", "capacity": 40},
     ],
     "db_nodes": [
         {"name": "db1", "mac": "02:00:00:00:02:01", "ip": "10.0.2.1", "switch_port": 21,

@@ -54,6 +54,39 @@ TEST(Cluster, ErrorsNameTheField) {
   }
 }
 
+TEST(Cluster, HotKeysAndCacheFillSections) {
+  std::string text = kGood;
+  text.replace(text.find(R"( "clients": [],)"), 15,
+               R"( "clients": [],
+ "hot_keys": {"top_k": 7, "sample_rate": 0.5, "segment_ms": 100, "segments": 2, "weights": [3, 1],
+   "load_ewma_alpha": 0.2, "report_interval_ms": 50, "report_keys": 5},
+ "cache_fill": {"enabled": false, "interval_ms": 20, "min_rate": 2.5, "hysteresis": 0.2,
+   "report_ttl_ms": 900, "hit_ewma_alpha": 0.4, "max_fetch_batch": 9},)");
+  auto c = exo::load_cluster(write_tmp(text));
+  EXPECT_EQ(c.hot_keys.top_k, 7u);
+  EXPECT_EQ(c.hot_keys.weights, (std::vector<double>{3, 1}));
+  EXPECT_EQ(c.cache_fill.enabled, false);
+  EXPECT_EQ(c.cache_fill.max_fetch_batch, 9u);
+  // Absent sections keep the defaults.
+  auto d = exo::load_cluster(write_tmp(kGood));
+  EXPECT_EQ(d.hot_keys.segments, d.hot_keys.weights.size());
+  EXPECT_TRUE(d.cache_fill.enabled);
+}
+
+TEST(Cluster, HotKeysWeightsMustMatchSegments) {
+  std::string text = kGood;
+  text.replace(text.find(R"( "clients": [],)"), 15,
+               R"( "clients": [],
+ "hot_keys": {"top_k": 7, "sample_rate": 0.5, "segment_ms": 100, "segments": 3, "weights": [3, 1],
+   "load_ewma_alpha": 0.2, "report_interval_ms": 50, "report_keys": 5},)");
+  try {
+    exo::load_cluster(write_tmp(text));
+    FAIL() << "expected ClusterError";
+  } catch (const exo::ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("hot_keys.weights"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Cluster, MissingFileIsAClearError) {
   EXPECT_THROW(exo::load_cluster("/nonexistent/cluster.json"), exo::ClusterError);
 }
