@@ -5,7 +5,7 @@ BUILD ?= build
 PY := .venv/bin/python
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz demo clean
+.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo clean
 
 all: build
 
@@ -34,6 +34,11 @@ sanitize: deps
 
 fuzz: deps
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-600} scripts/sanitize.sh
+
+# Benchmarks print figures (and save them under results/); they are not tests.
+bench: build
+	@mkdir -p results
+	@$(BUILD)/db-node/hot_keys_bench --out results/bench_hot_keys.json
 
 demo: build
 	@.venv/bin/exo demo

@@ -27,3 +27,30 @@ class ZipfRanks:
     def share_of_top(self, k: int) -> float:
         """Probability that a request goes to one of the k hottest keys."""
         return float(self.cdf[min(k, len(self.cdf)) - 1]) if k > 0 else 0.0
+
+
+class HotSetSwap:
+    """Maps popularity ranks to keys, with the hot set swappable (thesis 4.4, issue 3's test):
+    each swap() exchanges the keys of the `count` hottest ranks with those of the `count` coldest,
+    so the keys that were hottest become the coldest and cold keys become the hottest. An even
+    number of swaps restores the original mapping."""
+
+    def __init__(self, n: int, count: int):
+        if not 0 <= count <= n // 2:
+            raise ValueError(f"swap count {count} must be between 0 and n/2 ({n // 2})")
+        self.n, self.count, self.swaps = n, count, 0
+
+    def swap(self) -> None:
+        self.swaps += 1
+
+    def rank_of_key(self, rank: int) -> int:
+        """The key index that currently has popularity `rank`."""
+        if self.swaps % 2 and (rank < self.count or rank >= self.n - self.count):
+            return self.n - 1 - rank
+        return rank
+
+    def key(self, rank: int) -> bytes:
+        return key_name(self.rank_of_key(rank))
+
+    def hottest(self, k: int) -> list[bytes]:
+        return [self.key(r) for r in range(k)]

@@ -2,6 +2,7 @@
 
     python -m exoskeleton.workload --iface client0-eth0 load --first 0 --count 50000 --out r.json
     python -m exoskeleton.workload --iface client0-eth0 run --duration 30 --alpha 0.99 --out r.json
+    python -m exoskeleton.workload ... run --duration 60 --swap-at 30 --swap-count 50   # hot set moves
 
 Prints one JSON object per line on stdout while it works ({"progress": ...}) and writes its
 result to --out (JSON, plus latencies as .npy beside it), so nothing has to parse free text.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -18,7 +20,7 @@ import numpy as np
 
 from . import wire
 from .client import Client, Request, Result
-from .keyspace import ZipfRanks, key_name
+from .keyspace import HotSetSwap, ZipfRanks, key_name
 
 
 def _value(tag: int, size: int) -> bytes:
@@ -31,8 +33,10 @@ class Tally:
         self.ops = self.gets = self.puts = self.errors = self.timeouts = 0
         self.from_cache = self.not_found = 0
         self.latencies_us: list[float] = []
+        self.series = _Series()
 
     def add(self, r: Result) -> None:
+        self.series.add(r)
         self.ops += 1
         if r.request.op == wire.OP_GET:
             self.gets += 1
@@ -54,6 +58,30 @@ class Tally:
         return {"ops": self.ops, "gets": self.gets, "puts": self.puts, "errors": self.errors,
                 "timeouts": self.timeouts, "not_found": self.not_found,
                 "gets_from_cache_flag": self.from_cache}
+
+
+class _Series:
+    """Per-second counts by completion time, from the first result on: the time series the
+    experiments plot (share of GETs answered by cache nodes around a hot-set swap, ...)."""
+
+    FIELDS = ("ops", "gets", "gets_from_cache", "errors")
+
+    def __init__(self):
+        self.start = time.monotonic()
+        self.rows: list[dict[str, int]] = []
+
+    def add(self, r: Result) -> None:
+        sec = int(time.monotonic() - self.start)
+        while len(self.rows) <= sec:
+            self.rows.append(dict.fromkeys(self.FIELDS, 0))
+        row = self.rows[sec]
+        row["ops"] += 1
+        if r.request.op == wire.OP_GET:
+            row["gets"] += 1
+            if r.from_cache and r.status is not None:
+                row["gets_from_cache"] += 1
+        if r.status is None or r.status not in (wire.ST_OK, wire.ST_NOT_FOUND):
+            row["errors"] += 1
 
 
 class _Every:
@@ -98,7 +126,13 @@ def run_mix(c: Client, args) -> Tally:
     t = Tally()
     zipf = ZipfRanks(args.keys, args.alpha, seed=args.seed)
     rng = np.random.default_rng(args.seed + 1)
+    keys = HotSetSwap(args.keys, min(args.swap_count, args.keys // 2))
+    swaps_due = sorted(args.swap_at)
+    swapped_at: list[float] = []
+    signalled = []  # SIGUSR1 asks for a swap now (tests swap once the cache is stable)
+    signal.signal(signal.SIGUSR1, lambda *_: signalled.append(True))
     start = time.monotonic()
+    t.series.start = start
     stop_at = start + args.duration
     tick = _Every(1.0)
     per_second: list[int] = []
@@ -107,14 +141,23 @@ def run_mix(c: Client, args) -> Tally:
     def reqs():
         nonlocal tag
         while True:
-            ranks = zipf.sample(1024)
-            is_get = rng.random(1024) < args.get_ratio
+            # Swaps are checked every 64 requests: at the demo's rates that is well under 10 ms.
+            ranks = zipf.sample(64)
+            is_get = rng.random(64) < args.get_ratio
+            while signalled or (swaps_due and time.monotonic() - start >= swaps_due[0]):
+                if signalled:
+                    signalled.pop()
+                else:
+                    swaps_due.pop(0)
+                keys.swap()
+                swapped_at.append(round(time.monotonic() - start, 3))
+                _emit({"swap": keys.swaps, "at_s": round(time.monotonic() - start, 3)})
             for rank, g in zip(ranks, is_get):
                 if g:
-                    yield Request(wire.OP_GET, key_name(int(rank)))
+                    yield Request(wire.OP_GET, keys.key(int(rank)))
                 else:
                     tag += 1
-                    yield Request(wire.OP_PUT, key_name(int(rank)), _value(tag, args.value_size))
+                    yield Request(wire.OP_PUT, keys.key(int(rank)), _value(tag, args.value_size))
 
     def on(r: Result) -> None:
         t.add(r)
@@ -126,6 +169,7 @@ def run_mix(c: Client, args) -> Tally:
     c.stream(reqs(), on, stop_at=stop_at)
     _emit({"progress": args.duration, "total": args.duration, "ops": t.ops, "errors": t.errors})
     t.per_second_cumulative = per_second  # type: ignore[attr-defined]
+    t.swapped_at = swapped_at  # type: ignore[attr-defined]
     return t
 
 
@@ -150,6 +194,10 @@ def main(argv=None) -> int:
     mx.add_argument("--alpha", type=float, default=0.99)
     mx.add_argument("--get-ratio", type=float, default=0.95)
     mx.add_argument("--duration", type=float, default=30.0)
+    mx.add_argument("--swap-at", type=float, action="append", default=[], metavar="SECONDS",
+                    help="swap the hot set at this time into the run (repeatable); SIGUSR1 swaps at once")
+    mx.add_argument("--swap-count", type=int, default=50,
+                    help="keys per swap: the N hottest trade places with the N coldest")
     args = p.parse_args(argv)
 
     with Client(args.iface, timeout=args.timeout, retries=args.retries, mtu=args.mtu,
@@ -163,6 +211,8 @@ def main(argv=None) -> int:
                   "client_stats": c.stats, "latency_file": str(lat_path)}
         if hasattr(tally, "per_second_cumulative"):
             result["ops_cumulative_per_second"] = tally.per_second_cumulative
+            result["series"] = tally.series.rows
+            result["swapped_at_s"] = tally.swapped_at  # type: ignore[attr-defined]
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     _emit({"done": True})
     return 0

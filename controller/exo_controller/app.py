@@ -1,21 +1,31 @@
-"""The thin os-ken app (OpenFlow 1.3): sends the FlowMods that flows.py computes.
+"""The thin os-ken app (OpenFlow 1.3): sends the flow-mods that rule_updater.py decides.
 
-Threads: os-ken runs this app's event handlers on one event-loop thread; gRPC calls
-add_cache_rules / remove_cache_rules / list_flows from its worker threads. `self._lock`
-serialises everything that touches the rule book, the datapath handle, xid allocation and
-the waiter tables. Datapath.send_msg is thread-safe in the native hub (it only serialises the
-message and puts the bytes on a queue.Queue drained by the datapath's send thread); its xid
-counter is not atomic, so we only call it under our lock (os-ken's own echo loop may still
-race it, which at worst duplicates an echo xid: harmless, we match replies by type and xid).
+Threads: os-ken runs the event handlers on one event-loop thread; gRPC worker threads call
+add_cache_rules / remove_cache_rules / list_flows / stats; one sender thread (`exo-rule-sender`)
+sends every flow-mod. `self._lock` (with `self._cond` on it) serialises everything that touches
+the updater, the datapath handle, xid allocation and the waiter tables. Datapath.send_msg is
+thread-safe in the native hub (it only serialises the message and puts the bytes on a
+queue.Queue drained by the datapath's send thread); its xid counter is not atomic, so we only
+call it under our lock (os-ken's own echo loop may still race it, which at worst duplicates an
+echo xid: harmless, we match replies by type and xid).
 
-A gRPC caller waits for the barrier reply *outside* the lock, so the event-loop thread (which
-delivers that reply) is never blocked by a waiting caller.
+Why one sender thread: the switch takes at most R flow-mods in any second
+(switch.rule_update_rate), and that must hold for everything we send, the static rules of a
+(re)connect included. So requests only change the updater's desired rules, and the sender
+alone turns them into batches (RuleUpdater.next_batch), each followed by a barrier. It waits
+for the barrier *outside* the lock, so the event-loop thread that delivers the reply is never
+blocked, and gRPC callers that wait for confirmation (Condition on the lock) never hold it.
+
+A caller that stops waiting (timeout, disconnect) does not roll anything back: its change stays
+in the desired rules and reaches the switch later (after a reconnect, with the re-programming).
+Rolling back would race the sender and, for refcounted rules, could not be retried safely.
 """
 from __future__ import annotations
 
 import collections
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -25,10 +35,12 @@ from os_ken.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_D
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from .flows import HASH_MASK, CacheRule, CacheRuleBook, FlowMod, cookie_filter, flush_flowmod, static_flowmods
+from .flows import HASH_MASK, CacheRule, FlowMod, cookie_filter
 from .ofp_translate import FlowInfo, error_text, from_stats, to_ofp
+from .rule_updater import Batch, RuleUpdater, UpdateResult
 
 LOG = logging.getLogger("exo_controller")
+DEFAULT_WAIT = 60.0  # longest a caller waits for its rules to be confirmed
 
 
 class SwitchError(RuntimeError):
@@ -50,7 +62,7 @@ class _Waiter:
     stats: list = field(default_factory=list)
     failure: Optional[str] = None  # error reply to the request itself, or disconnect
     disconnected: bool = False
-    mod_errors: list[tuple[FlowMod, str]] = field(default_factory=list)  # errors for flow-mods before it
+    mod_errors: dict[int, str] = field(default_factory=dict)  # index in the batch -> switch error
     mod_xids: list[int] = field(default_factory=list)
 
 
@@ -64,20 +76,38 @@ class RulesOutcome:
 class ExoControllerApp(app_manager.OSKenApp):
     OFP_VERSIONS = [ofp.OFP_VERSION]
 
-    def __init__(self, *args, exo_config=None, barrier_timeout: float = 2.0, **kwargs):
+    def __init__(self, *args, exo_config=None, barrier_timeout: float = 2.0, clock=time.monotonic, **kwargs):
         super().__init__(*args, **kwargs)
         if exo_config is None:
             raise ValueError("ExoControllerApp needs exo_config= (start it with exo_controller.main)")
         self.cfg = exo_config
         self.dpid = exo_config.switch.dpid
         self.barrier_timeout = barrier_timeout
-        self.book = CacheRuleBook.from_config(exo_config)
+        self.clock = clock
+        self.updater = RuleUpdater.from_config(exo_config)
         self.counters: collections.Counter[str] = collections.Counter()
         self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._dp = None
+        self._ever_connected = False
+        self._disconnects = 0
+        self._stopping = False
         self._waiters: dict[int, _Waiter] = {}     # xid of barrier / stats request -> waiter
-        self._mod_xids: dict[int, tuple[_Waiter, FlowMod]] = {}  # xid of a flow-mod -> (its barrier's waiter, mod)
-        self.connected = threading.Event()  # set once the switch is programmed (first barrier reply)
+        self._mod_xids: dict[int, tuple[_Waiter, int, FlowMod]] = {}  # flow-mod xid -> (barrier waiter, index, mod)
+        self.connected = threading.Event()  # set once the static rules are barrier-confirmed
+        self._sender = threading.Thread(target=self._send_loop, daemon=True, name="exo-rule-sender")
+        self._sender.start()
+
+    @property
+    def book(self):
+        """The desired Ruleset 2 (refcounted CacheRuleBook)."""
+        return self.updater.book
+
+    def stop(self):
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        super().stop()
 
     # ------------------------------------------------------------------ sending (lock held)
 
@@ -98,9 +128,9 @@ class ExoControllerApp(app_manager.OSKenApp):
     def _send_mods_and_barrier(self, dp, mods: Iterable[FlowMod]) -> _Waiter:
         waiter = _Waiter()
 
-        def reg_mod(fm):
+        def reg_mod(i, fm):
             def reg(xid):
-                self._mod_xids[xid] = (waiter, fm)
+                self._mod_xids[xid] = (waiter, i, fm)
                 waiter.mod_xids.append(xid)
             return reg
 
@@ -108,9 +138,8 @@ class ExoControllerApp(app_manager.OSKenApp):
             self._waiters[xid] = waiter
 
         try:
-            for fm in mods:
-                self._send(dp, to_ofp(dp, fm), reg_mod(fm))
-                self.counters["flow_mods_sent"] += 1
+            for i, fm in enumerate(mods):
+                self._send(dp, to_ofp(dp, fm), reg_mod(i, fm))
             self._send(dp, parser.OFPBarrierRequest(dp), reg_barrier)
         except SwitchNotConnected:
             self._forget(waiter)
@@ -123,6 +152,60 @@ class ExoControllerApp(app_manager.OSKenApp):
         for xid in [x for x, w in self._waiters.items() if w is waiter]:
             del self._waiters[xid]
 
+    # ------------------------------------------------------------------ the sender thread
+
+    def _send_loop(self) -> None:
+        while not self._stopping:
+            try:
+                self._send_one()
+            except SwitchNotConnected as err:
+                LOG.warning("rule sender: %s; the batch goes back to the queue", err)
+            except Exception:  # noqa: BLE001 - a dead sender would silently stop every rule update
+                LOG.exception("rule sender failed; retrying")
+                time.sleep(0.1)
+
+    def _send_one(self) -> None:
+        """Wait for a due batch, send it with a barrier, wait for the barrier, report back."""
+        with self._cond:
+            while True:
+                if self._stopping:
+                    return
+                now = self.clock()
+                dp = self._dp
+                wake = self.updater.next_wakeup(now) if dp is not None else None
+                if wake is not None and wake <= now:
+                    batch = self.updater.next_batch(now)
+                    if batch.mods:
+                        break
+                self._cond.wait(None if wake is None else max(0.001, wake - now))
+            try:
+                waiter = self._send_mods_and_barrier(dp, batch.mods)
+            except Exception:
+                self.updater.batch_failed(batch)
+                raise
+        ok = waiter.done.wait(self.barrier_timeout)
+        with self._cond:
+            self._forget(waiter)
+            self._finish(dp, batch, waiter, ok)
+            self._cond.notify_all()
+
+    def _finish(self, dp, batch: Batch, waiter: _Waiter, ok: bool) -> None:
+        if not ok or waiter.failure:
+            why = waiter.failure or f"no barrier reply within {self.barrier_timeout:g}s"
+            if not waiter.disconnected:
+                LOG.error("switch dpid %#x: %d flow-mods not confirmed (%s); will resend", self.dpid,
+                          len(batch), why)
+                self.counters["batches_failed"] += 1
+            self.updater.batch_failed(batch)
+            return
+        for i, why in sorted(waiter.mod_errors.items()):
+            LOG.error("switch refused %s: %s", batch.mods[i], why)
+        self.updater.batch_done(batch, waiter.mod_errors)
+        if self._dp is dp and self.updater.programmed and not self.connected.is_set():
+            LOG.info("switch dpid %#x programmed (flush, Ruleset 1+ARP, Ruleset 3 x%d; %d Ruleset 2 rules queued)",
+                     self.dpid, 1 << self.cfg.switch.partition_bits, len(self.updater.book))
+            self.connected.set()
+
     # ------------------------------------------------------------------ switch events
 
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
@@ -131,46 +214,35 @@ class ExoControllerApp(app_manager.OSKenApp):
         if dp.id != self.dpid:
             LOG.warning("ignoring switch dpid %#x (configured dpid is %#x)", dp.id, self.dpid)
             return
-        with self._lock:
+        with self._cond:
             if self._dp is not None and self._dp is not dp:
                 LOG.warning("switch dpid %#x reconnected; replacing the old connection", dp.id)
                 self._fail_all("switch reconnected")
+                self._disconnects += 1
             self._dp = dp
+            self._ever_connected = True
             self.connected.clear()
-            mods = [flush_flowmod(), *static_flowmods(self.cfg), *self.book.all_flowmods()]
-            waiter = self._send_mods_and_barrier(dp, mods)
-        LOG.info("switch dpid %#x connected from %s: sent %d flow-mods (flush, Ruleset 1+ARP, Ruleset 3 x%d, "
-                 "Ruleset 2 x%d)", dp.id, dp.address, len(mods), 1 << self.cfg.switch.partition_bits,
-                 len(self.book))
+            # Statics (flush, Ruleset 1+ARP, Ruleset 3), then every desired Ruleset 2 rule, all
+            # paced by the sender at switch.rule_update_rate.
+            self.updater.switch_connected()
+            self._cond.notify_all()
+        LOG.info("switch dpid %#x connected from %s: programming it (%d Ruleset 2 rules desired)",
+                 dp.id, dp.address, len(self.updater.book))
         self.counters["switch_connects"] += 1
-        # Don't wait here: the barrier reply arrives on this very thread. Log it when it comes.
-        threading.Thread(target=self._await_programming, args=(dp, waiter), daemon=True,
-                         name="exo-program-wait").start()
-
-    def _await_programming(self, dp, waiter: _Waiter) -> None:
-        ok = waiter.done.wait(max(self.barrier_timeout, 10.0))
-        with self._lock:
-            self._forget(waiter)
-        if not ok:
-            LOG.error("switch dpid %#x: no barrier reply after programming", dp.id)
-        elif waiter.failure:
-            LOG.error("switch dpid %#x: programming failed: %s", dp.id, waiter.failure)
-        else:
-            for fm, why in waiter.mod_errors:
-                LOG.error("switch rejected %s: %s", fm, why)
-            LOG.info("switch dpid %#x programmed (%d errors)", dp.id, len(waiter.mod_errors))
-            self.connected.set()
 
     @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
     def _state_change(self, ev):
         if ev.state == DEAD_DISPATCHER:
-            with self._lock:
+            with self._cond:
                 if ev.datapath is self._dp:
                     LOG.warning("switch dpid %#x disconnected", self.dpid)
                     self._dp = None
                     self.connected.clear()
                     self.counters["switch_disconnects"] += 1
+                    self._disconnects += 1
                     self._fail_all("switch disconnected")
+                    self.updater.switch_disconnected()
+                    self._cond.notify_all()
 
     def _fail_all(self, why: str) -> None:
         for w in list(self._waiters.values()):
@@ -208,8 +280,8 @@ class ExoControllerApp(app_manager.OSKenApp):
         with self._lock:
             owner = self._mod_xids.pop(msg.xid, None)
             if owner is not None:
-                waiter, fm = owner
-                waiter.mod_errors.append((fm, text))
+                waiter, index, fm = owner
+                waiter.mod_errors[index] = text
                 LOG.error("switch error %s for flow-mod %s", text, fm)
                 return
             waiter = self._waiters.pop(msg.xid, None)
@@ -231,56 +303,69 @@ class ExoControllerApp(app_manager.OSKenApp):
 
     # ------------------------------------------------------------------ API for the gRPC service
 
-    def add_cache_rules(self, rules: Iterable[CacheRule]) -> RulesOutcome:
-        return self._update(self.book.add, list(rules))
+    def add_cache_rules(self, rules: Iterable[CacheRule], loads: Optional[Iterable[float]] = None,
+                        wait: bool = True, timeout: Optional[float] = None) -> RulesOutcome:
+        """Add rules (loads: requests/s per rule, hottest go first). wait=False returns once queued."""
+        rules = list(rules)
+        return self._update(lambda: self.updater.add(rules, loads), rules, wait, timeout)
 
-    def remove_cache_rules(self, rules: Iterable[CacheRule]) -> RulesOutcome:
-        return self._update(self.book.remove, list(rules))
+    def remove_cache_rules(self, rules: Iterable[CacheRule], wait: bool = True,
+                           timeout: Optional[float] = None) -> RulesOutcome:
+        rules = list(rules)
+        return self._update(lambda: self.updater.remove(rules), rules, wait, timeout)
 
-    def _update(self, op, rules: list[CacheRule]) -> RulesOutcome:
-        """Apply to the book, send, wait for the barrier. On timeout/disconnect the book is rolled
-        back (so a retry does not double a refcount) and undo flow-mods are sent best-effort."""
+    def _update(self, apply, rules: list[CacheRule], wait: bool, timeout: Optional[float]) -> RulesOutcome:
+        """Change the desired rules, wake the sender, and (wait) block until the changes are
+        barrier-confirmed or refused, the switch disconnects, or `timeout` (default 60 s) passes."""
         if not rules:
             return RulesOutcome(0, 0)
-        with self._lock:
-            dp = self._require_dp()
-            snap = self.book.snapshot(r.key_hash for r in rules)
-            res = op(rules)
-            try:
-                waiter = self._send_mods_and_barrier(dp, res.flowmods)
-            except SwitchNotConnected:
-                self.book.restore(snap)
-                raise
-        ok = waiter.done.wait(self.barrier_timeout)
-        with self._lock:
-            self._forget(waiter)
-            if not ok or waiter.failure:
-                why = waiter.failure or f"no barrier reply within {self.barrier_timeout:g}s"
-                self._undo(dp, self.book.restore(snap))
-                self.counters["updates_rolled_back"] += 1
-                return RulesOutcome(0, len(rules), f"{why}; nothing applied (rolled back)")
-            rejected = len(res.rejected)
-            errors = [res.error] if res.rejected else []
-            if waiter.mod_errors:
-                bad = {fm.eth_dst & HASH_MASK for fm, _ in waiter.mod_errors if fm.eth_dst is not None}
-                self._undo(dp, self.book.restore({h: snap[h] for h in bad}))
-                rejected_names = {r for r, _ in res.rejected}
-                failed = [r for r in rules if (r.key_hash & HASH_MASK) in bad and r not in rejected_names]
-                rejected += len(failed)
-                errors += [f"{fm.eth_dst & HASH_MASK:#012x}: switch error {why}" for fm, why in waiter.mod_errors]
-                res.accepted -= len(failed)
-        self.counters["cache_rules_accepted"] += res.accepted
-        self.counters["cache_rules_rejected"] += rejected
-        return RulesOutcome(res.accepted, rejected, "; ".join(errors))
+        with self._cond:
+            if self._dp is None and not self._ever_connected:
+                raise SwitchNotConnected(f"switch dpid {self.dpid:#x} is not connected to the controller")
+            res = apply()
+            self._cond.notify_all()
+            note = ""
+            if wait and self._dp is None:
+                note = "switch not connected; queued until it reconnects"
+            elif wait:
+                timeout = DEFAULT_WAIT if timeout is None else timeout
+                deadline = self.clock() + timeout
+                disconnects = self._disconnects
+                while not self.updater.settled(res.ticket):
+                    left = deadline - self.clock()
+                    if self._disconnects != disconnects:
+                        note = "switch disconnected before confirming; queued until it reconnects"
+                    elif left <= 0:
+                        note = f"not confirmed by the switch within {timeout:.3g}s; still queued"
+                    else:
+                        self._cond.wait(left)
+                        continue
+                    break
+            return self._outcome(res, rules, wait, note)
 
-    def _undo(self, dp, mods: list[FlowMod]) -> None:
-        if not mods or self._dp is not dp:
-            return  # disconnected: the book is re-installed on reconnect
-        try:
-            w = self._send_mods_and_barrier(dp, mods)
-            self._forget(w)  # best-effort, not waited for
-        except SwitchNotConnected:
-            pass
+    def _outcome(self, res: UpdateResult, rules: list[CacheRule], waited: bool, note: str) -> RulesOutcome:
+        """accepted: changes queued (no wait) or confirmed; rejected: refused by the book or the
+        switch. With wait, a change still pending when the wait ended is in neither count, so a
+        caller can tell "not yet on the switch" (accepted + rejected < len(rules)) from a refusal."""
+        failed = res.ticket.errors if res.ticket else {}
+        bad = {id(r) for r, _ in res.rejected}
+        hashes = [r.key_hash & HASH_MASK for r in rules if id(r) not in bad]
+        refused = sum(1 for h in hashes if h in failed)
+        unconfirmed = sum(1 for h in hashes if waited and h not in failed and self.updater.pending(h))
+        errors = [e for e in (res.error, *(f"{h:#012x}: {why}" for h, why in failed.items()), note) if e]
+        accepted, rejected = res.accepted - refused - unconfirmed, len(res.rejected) + refused
+        self.counters["cache_rules_accepted"] += accepted
+        self.counters["cache_rules_rejected"] += rejected
+        return RulesOutcome(accepted, rejected, "; ".join(errors))
+
+    def stats(self) -> dict[str, float]:
+        """Updater metrics (docs/cache-fill.md section 3) plus the app's event counters."""
+        with self._lock:
+            out = {k: float(v) for k, v in self.counters.items()}
+            out.update(self.updater.metrics(self.clock()))
+            out["switch_connected"] = float(self._dp is not None)
+            out["switch_programmed"] = float(self.connected.is_set())
+            return out
 
     def list_flows(self, ruleset: int = 0) -> list[FlowInfo]:
         """Read the flow table back from the switch. ruleset 0 = every flow (foreign ones too)."""

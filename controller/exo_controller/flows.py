@@ -224,6 +224,9 @@ class CacheRuleBook:
     def __len__(self) -> int:
         return len(self._refs)
 
+    def hashes(self) -> list[int]:
+        return list(self._refs)
+
     def owner(self, khash: int) -> Optional[str]:
         refs = self._refs.get(khash & HASH_MASK)
         return next(reversed(refs)) if refs else None

@@ -1,4 +1,10 @@
-"""gRPC Controller service (proto/exoproto/control.proto): a thin adapter over ExoControllerApp."""
+"""gRPC Controller service (proto/exoproto/control.proto): a thin adapter over ExoControllerApp.
+
+Rule changes are paced by the app's rate-limited updater, so a caller that does not set
+`no_wait` may block until its rules reach the switch. It waits at most its own RPC deadline
+(less a small margin, so the reply still arrives) and never more than MAX_WAIT; that is also
+why the thread pool is larger than the number of concurrent callers we expect.
+"""
 from __future__ import annotations
 
 import logging
@@ -12,6 +18,8 @@ from exoproto import control_pb2, control_pb2_grpc
 from .flows import CacheRule
 
 LOG = logging.getLogger("exo_controller.grpc")
+MAX_WAIT = 60.0      # seconds a waiting Add/RemoveCacheRules blocks at most
+DEADLINE_MARGIN = 0.2
 
 
 def _rules(request) -> list[CacheRule]:
@@ -19,25 +27,32 @@ def _rules(request) -> list[CacheRule]:
 
 
 class ControllerServicer(control_pb2_grpc.ControllerServicer):
-    """`app` needs add_cache_rules, remove_cache_rules, list_flows (see app.ExoControllerApp)."""
+    """`app` needs add_cache_rules, remove_cache_rules, list_flows, stats (see app.ExoControllerApp)."""
 
     def __init__(self, app):
         self.app = app
 
-    def _update(self, method, request):
+    def _update(self, method, request, context, **kw):
         from .app import SwitchError  # keep this module importable without a running os-ken
         rules = _rules(request)
+        remaining = context.time_remaining() if context is not None else None
+        timeout = MAX_WAIT if remaining is None else max(0.0, min(MAX_WAIT, remaining - DEADLINE_MARGIN))
         try:
-            out = method(rules)
+            out = method(rules, wait=not request.no_wait, timeout=timeout, **kw)
         except SwitchError as err:
             return control_pb2.CacheRulesReply(accepted=0, rejected=len(rules), error=str(err))
         return control_pb2.CacheRulesReply(accepted=out.accepted, rejected=out.rejected, error=out.error)
 
     def AddCacheRules(self, request, context):
-        return self._update(self.app.add_cache_rules, request)
+        return self._update(self.app.add_cache_rules, request, context, loads=[r.load for r in request.rules])
 
     def RemoveCacheRules(self, request, context):
-        return self._update(self.app.remove_cache_rules, request)
+        return self._update(self.app.remove_cache_rules, request, context)
+
+    def Stats(self, request, context):
+        return control_pb2.StatsReply(node="controller", counters=[
+            control_pb2.Counter(name=name, value=max(0, int(round(value))))
+            for name, value in sorted(self.app.stats().items())])
 
     def ListRules(self, request, context):
         from .app import SwitchError, SwitchNotConnected, SwitchTimeout
@@ -70,7 +85,7 @@ def prepare_address(address: str) -> str:
     return address
 
 
-def serve(app, address: str, workers: int = 8) -> grpc.Server:
+def serve(app, address: str, workers: int = 16) -> grpc.Server:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="exo-grpc"))
     control_pb2_grpc.add_ControllerServicer_to_server(ControllerServicer(app), server)
     if server.add_insecure_port(prepare_address(address)) == 0 and not address.startswith("unix:"):

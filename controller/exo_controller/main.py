@@ -18,7 +18,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--config", required=True, help="cluster YAML (see controller/exo_controller/config.py)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--barrier-timeout", type=float, default=2.0,
-                   help="seconds to wait for the switch to confirm a rule update (default 2)")
+                   help="seconds to wait for the barrier after a batch of flow-mods before resending it (default 2)")
     return p.parse_args(argv)
 
 
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
             os.unlink(cfg.controller.grpc[len("unix:"):])
         except OSError:
             pass
-    LOG.info("stopped (counters: %s)", dict(app.counters))
+    LOG.info("stopped (counters: %s)", app.stats())
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

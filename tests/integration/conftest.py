@@ -17,7 +17,9 @@ RUN_ROOT = Path("/tmp/exo/test")
 def cluster(request):
     run_dir = RUN_ROOT / request.module.__name__.rsplit(".", 1)[-1]
     shutil.rmtree(run_dir, ignore_errors=True)
+    # These tests cache keys by hand (Cache/Evict RPCs); automatic filling would race them.
+    # test_cache_fill.py has its own cluster with filling on.
     cfg = emulation_config(n_cache=2, n_db=2, n_clients=1, run_dir=run_dir,
-                           controller={"openflow_port": 6663})
+                           controller={"openflow_port": 6663}, cache_fill={"enabled": False})
     with EmulatedCluster(cfg, run_dir) as cl:
         yield cl

@@ -43,3 +43,27 @@ def wait_flow_packets(cl, ruleset: int, dst_mac: bytes, at_least: int, timeout: 
         if flow.packet_count >= at_least or time.monotonic() > deadline:
             return flow
         time.sleep(0.2)
+
+
+class CacheShareMeter:
+    """Share of GETs answered by cache nodes, per interval, from the nodes' own counters:
+    cache hits / (cache hits + GETs reaching db nodes). A GET a cache node forwards is counted
+    once, at the db node that answers it."""
+
+    def __init__(self, cl):
+        self.cl = cl
+        self.last = self._totals()
+
+    def _totals(self) -> tuple[int, int]:
+        c = counters(self.cl)
+        hits = sum(c[n.name].get("hits", 0) for n in self.cl.cfg.cache_nodes)
+        db_gets = sum(c[n.name].get("gets", 0) for n in self.cl.cfg.db_nodes)
+        return hits, db_gets
+
+    def sample(self) -> tuple[float, int]:
+        """(share since the last sample, GETs since the last sample)."""
+        hits, db_gets = self._totals()
+        dh, dd = hits - self.last[0], db_gets - self.last[1]
+        self.last = (hits, db_gets)
+        total = dh + dd
+        return (dh / total if total else 0.0), total

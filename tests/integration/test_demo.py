@@ -15,12 +15,13 @@ REPO = Path(__file__).resolve().parents[2]
 def test_short_demo_writes_its_results(tmp_path: Path):
     out = tmp_path / "demo.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "exo_cli.main", "demo", "--keys", "3000", "--hot", "50",
-         "--duration", "4", "--out", str(out), "--run-dir", str(tmp_path / "run")],
+        [sys.executable, "-m", "exo_cli.main", "demo", "--keys", "3000",
+         "--duration", "10", "--out", str(out), "--run-dir", str(tmp_path / "run")],
         cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     s = json.loads(out.read_text())
-    for field in ("ops", "errors", "gets", "gets_from_cache", "per_node", "latency_us", "flows"):
+    for field in ("ops", "errors", "gets", "gets_from_cache", "per_node", "latency_us", "flows",
+                  "cache_fill_s", "rule_updates_per_s_max", "ruleset2_max", "series"):
         assert field in s, field
     assert s["ops"] > 1000 and s["errors"] == 0
     assert 0 < s["gets_from_cache"] < s["gets"]
@@ -29,4 +30,10 @@ def test_short_demo_writes_its_results(tmp_path: Path):
     assert set(s["per_node"]) == {"cache0", "cache1", "db0", "db1", "db2", "db3"}
     assert all(v > 0 for v in s["per_node"].values())
     assert s["latency_us"]["p50"] <= s["latency_us"]["p99"]
-    assert s["flows"] == {"ruleset1": 9, "ruleset2": 50, "ruleset3": 256}
+    # The caches started empty and filled themselves, within the switch's limits.
+    assert s["cached_hot_keys"] == {}
+    assert s["flows"]["ruleset1"] == 9 and s["flows"]["ruleset3"] == 256
+    assert 0 < s["flows"]["ruleset2"] <= s["ruleset2_max"] <= s["cache_rule_capacity"]
+    assert 0 < s["rule_updates_per_s_max"] <= s["rule_update_rate"]
+    assert s["cache_fill_s"] is not None and 0 < s["cache_fill_s"] < 10
+    assert len(s["series"]) >= 10

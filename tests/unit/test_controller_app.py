@@ -1,6 +1,8 @@
 """ExoControllerApp against a fake datapath (no switch, no os-ken event loop): programming on
-connect, barrier-confirmed updates, switch errors, timeouts, flow-stats readback."""
+connect, the rate-limited sender thread, barrier-confirmed updates, no_wait, switch errors,
+timeouts, disconnects, flow-stats readback, Stats. Tests that do not test the rate use a high R."""
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -9,18 +11,23 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from exo_controller.app import ExoControllerApp, SwitchNotConnected, SwitchTimeout
+from exo_controller.config import parse_config
 from exo_controller.flows import CacheRule, make_cookie
+from exo_controller.grpc_service import ControllerServicer
+from exoproto import control_pb2
 
 
 class FakeDatapath:
-    """Records messages; answers barriers (after optional errors) from another thread."""
+    """Records messages (and when they were sent); answers barriers (after optional errors) from
+    another thread, like os-ken's event loop would."""
     ofproto = ofp
     ofproto_parser = parser
 
-    def __init__(self, app, dpid=1, answer_barriers=True, fail=lambda msg: False):
+    def __init__(self, app, dpid=1, answer_barriers=True, fail=lambda msg: False, barrier_delay=0.01):
         self.app, self.id, self.address = app, dpid, ("127.0.0.1", 1)
-        self.answer_barriers, self.fail = answer_barriers, fail
-        self.sent, self.xid = [], 100
+        self.answer_barriers, self.fail, self.barrier_delay = answer_barriers, fail, barrier_delay
+        self.sent, self.times, self.xid = [], [], 100
+        self.unanswered = []
 
     def set_xid(self, msg):
         self.xid += 1
@@ -29,30 +36,58 @@ class FakeDatapath:
 
     def send_msg(self, msg):
         self.sent.append(msg)
+        self.times.append(time.monotonic())
         if isinstance(msg, parser.OFPFlowMod) and self.fail(msg):
             err = SimpleNamespace(xid=msg.xid, type=ofp.OFPET_FLOW_MOD_FAILED, code=ofp.OFPFMFC_TABLE_FULL)
             self.app._error(SimpleNamespace(msg=err))
-        if isinstance(msg, parser.OFPBarrierRequest) and self.answer_barriers:
-            reply = SimpleNamespace(msg=SimpleNamespace(xid=msg.xid))
-            threading.Timer(0.01, self.app._barrier_reply, args=(reply,)).start()
+        if isinstance(msg, parser.OFPBarrierRequest):
+            if self.answer_barriers:
+                self.answer(msg, self.barrier_delay)
+            else:
+                self.unanswered.append(msg)
         return True
+
+    def answer(self, barrier, delay=0.0):
+        reply = SimpleNamespace(msg=SimpleNamespace(xid=barrier.xid))
+        threading.Timer(delay, self.app._barrier_reply, args=(reply,)).start()
 
     def mods(self, command=None):
         return [m for m in self.sent if isinstance(m, parser.OFPFlowMod)
                 and (command is None or m.command == command)]
 
 
+def make_app(cluster_dict, rate=100_000.0, barrier_timeout=0.3, **switch):
+    cluster_dict["switch"].update(rule_update_rate=rate, **switch)
+    return ExoControllerApp(exo_config=parse_config(cluster_dict), barrier_timeout=barrier_timeout)
+
+
 @pytest.fixture
-def app(cfg):
-    return ExoControllerApp(exo_config=cfg, barrier_timeout=0.3)
+def app(cluster_dict):
+    app = make_app(cluster_dict)
+    yield app
+    app.stop()
 
 
-def connect(app, **kw):
+def connect(app, answer_barriers=True, **kw):
+    """A programmed switch; answer_barriers=False applies after the programming."""
     dp = FakeDatapath(app, **kw)
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     assert app.connected.wait(2)
+    wait_for(lambda: not app._waiters)  # the statics' barrier is fully processed
+    dp.answer_barriers = answer_barriers
     dp.sent.clear()
     return dp
+
+
+def wait_for(pred, timeout=2.0):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.005)
+
+
+def dead(app, dp):
+    app._state_change(SimpleNamespace(state=DEAD_DISPATCHER, datapath=dp))
 
 
 def test_not_connected(app):
@@ -65,7 +100,7 @@ def test_not_connected(app):
 
 def test_programming_on_connect(app, cfg):
     dp = FakeDatapath(app)
-    app.book.add([CacheRule(5, "cache2")])  # survives reconnects
+    app.updater.add([CacheRule(5, "cache2")])  # desired rules survive reconnects
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     assert app.connected.wait(2)
     mods = dp.mods()
@@ -73,40 +108,76 @@ def test_programming_on_connect(app, cfg):
     adds = dp.mods(ofp.OFPFC_ADD)
     nodes = len(cfg.cache_nodes) + len(cfg.db_nodes) + len(cfg.clients)
     assert len(adds) == nodes + 1 + 2 ** cfg.switch.partition_bits + 1
+    assert adds[-1].cookie == make_cookie(2, 5)  # Ruleset 2 after the statics
     assert isinstance(dp.sent[-1], parser.OFPBarrierRequest)
-    r2 = [m for m in adds if m.cookie == make_cookie(2, 5)]
-    assert r2 and r2[0].match["eth_dst"] == "aa:00:00:00:00:05"
-    assert r2[0].instructions[0].actions[0].port == 12
+    assert adds[-1].match["eth_dst"] == "aa:00:00:00:00:05"
+    assert adds[-1].instructions[0].actions[0].port == 12
     r3 = [m for m in adds if m.priority == 100]
     assert r3[0].match["eth_dst"][1] == "ef:ff:00:00:00:00"
+
+
+def test_statics_are_rate_limited(cluster_dict):
+    app = make_app(cluster_dict, rate=8.0, partition_bits=1)  # flush + 6 nodes + ARP + 2 slots = 10
+    dp = FakeDatapath(app)
+    start = time.monotonic()
+    app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
+    assert app.connected.wait(5)
+    assert time.monotonic() - start >= 1.0  # 10 flow-mods at 8/s
+    times = [t for t, m in zip(dp.times, dp.sent) if isinstance(m, parser.OFPFlowMod)]
+    assert len(times) == 10
+    assert all(times[i + 8] - times[i] >= 1.0 for i in range(len(times) - 8))
+    assert app.stats()["rule_updates_per_s_max"] <= 8
+    app.stop()
 
 
 def test_other_dpid_ignored(app):
     dp = FakeDatapath(app, dpid=99)
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
+    time.sleep(0.05)
     assert dp.sent == [] and not app.is_connected()
 
 
 def test_add_remove_wait_for_barrier(app):
-    dp = connect(app)
+    dp = connect(app, barrier_delay=0.2)
+    start = time.monotonic()
     out = app.add_cache_rules([CacheRule(0x1234, "cache1"), CacheRule(7, "nope")])
+    assert time.monotonic() - start >= 0.2  # returned after the barrier reply
     assert (out.accepted, out.rejected) == (1, 1) and "nope" in out.error
+    assert app.updater.installed == {0x1234: 11}
     (mod,) = dp.mods()
     assert mod.command == ofp.OFPFC_ADD and mod.priority == 200
     assert isinstance(dp.sent[-1], parser.OFPBarrierRequest)
     out = app.remove_cache_rules([CacheRule(0x1234, "cache1")])
-    assert (out.accepted, out.rejected) == (1, 0)
+    assert (out.accepted, out.rejected, out.error) == (1, 0, "")
     assert dp.mods()[-1].command == ofp.OFPFC_DELETE_STRICT
-    assert len(app.book) == 0 and not app._waiters and not app._mod_xids
+    assert len(app.book) == 0 and app.updater.installed == {}
+    assert not app._waiters and not app._mod_xids
 
 
-def test_barrier_timeout_rolls_back(app):
-    dp = connect(app)
-    dp.answer_barriers = False
-    out = app.add_cache_rules([CacheRule(9, "cache1")])
-    assert (out.accepted, out.rejected) == (0, 1) and "no barrier reply" in out.error
-    assert len(app.book) == 0  # a retry will not double the refcount
-    assert dp.mods()[-1].command == ofp.OFPFC_DELETE_STRICT  # undo sent
+def test_no_wait_returns_before_the_rule_is_sent(app):
+    app.barrier_timeout = 5
+    dp = connect(app, answer_barriers=False)
+    out = app.add_cache_rules([CacheRule(1, "cache1")], wait=False)
+    assert (out.accepted, out.rejected) == (1, 0)
+    wait_for(lambda: dp.unanswered)  # the sender sent rule 1 and waits for its barrier
+    out = app.add_cache_rules([CacheRule(2, "cache2")], loads=[3.0], wait=False)
+    assert (out.accepted, out.rejected, out.error) == (1, 0, "")
+    assert len(dp.mods()) == 1 and app.stats()["rule_adds_queued"] == 1
+    dp.answer(dp.unanswered.pop())
+    wait_for(lambda: len(dp.mods()) == 2)
+    assert dp.mods()[1].cookie == make_cookie(2, 2)
+
+
+def test_wait_timeout_keeps_the_change_queued(app):
+    dp = connect(app, answer_barriers=False)
+    app.barrier_timeout = 0.1
+    out = app.add_cache_rules([CacheRule(9, "cache1")], timeout=0.35)
+    assert (out.accepted, out.rejected) == (0, 0) and "not confirmed" in out.error  # neither: pending
+    assert app.book.owner(9) == "cache1"
+    assert len(dp.mods(ofp.OFPFC_ADD)) >= 2  # resent after each barrier timeout
+    assert app.counters["batches_failed"] >= 2
+    dp.answer_barriers = True
+    wait_for(lambda: app.updater.installed == {9: 11})
 
 
 def test_table_full_error_rejects_that_rule(app):
@@ -116,18 +187,64 @@ def test_table_full_error_rejects_that_rule(app):
     assert (out.accepted, out.rejected) == (1, 1)
     assert "TABLE_FULL" in out.error
     assert app.book.owner(0xBAD) is None and app.book.owner(0x600D) == "cache2"
-    assert app.counters["ofp_errors"] == 1
+    assert app.counters["ofp_errors"] == 1 and app.stats()["flow_mods_refused"] == 1
 
 
-def test_disconnect_fails_waiters(app):
-    dp = connect(app)
-    dp.answer_barriers = False
+def test_capacity(app, cfg):
+    connect(app)
+    c = cfg.switch.cache_rule_capacity
+    out = app.add_cache_rules([CacheRule(h, "cache1") for h in range(1, c + 2)])
+    assert (out.accepted, out.rejected) == (c, 1) and "full" in out.error
+    assert app.stats()["ruleset2_installed"] == c
+
+
+def test_disconnect_while_waiting_then_reconnect(app):
+    dp = connect(app, answer_barriers=False)
     app.barrier_timeout = 5
-    t = threading.Timer(0.1, app._state_change, args=(SimpleNamespace(state=DEAD_DISPATCHER, datapath=dp),))
-    t.start()
+    threading.Timer(0.1, dead, args=(app, dp)).start()
     out = app.add_cache_rules([CacheRule(9, "cache1")])
-    assert out.rejected == 1 and "disconnected" in out.error
-    assert not app.is_connected() and len(app.book) == 0
+    assert (out.accepted, out.rejected) == (0, 0) and "disconnected" in out.error
+    assert not app.is_connected() and app.book.owner(9) == "cache1"
+    # known switch, down for now: changes queue up instead of failing
+    out = app.add_cache_rules([CacheRule(10, "cache2")])
+    assert (out.accepted, out.rejected) == (0, 0) and "not connected" in out.error
+    out = app.add_cache_rules([CacheRule(11, "cache2")], wait=False)
+    assert (out.accepted, out.rejected, out.error) == (1, 0, "")
+    dp2 = connect_keep(app)
+    assert dp2.mods()[0].command == ofp.OFPFC_DELETE
+    wait_for(lambda: app.updater.installed == {9: 11, 10: 12, 11: 12})
+    assert {m.cookie for m in dp2.mods(ofp.OFPFC_ADD)} >= {make_cookie(2, h) for h in (9, 10, 11)}
+
+
+def connect_keep(app):
+    dp = FakeDatapath(app)
+    app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
+    assert app.connected.wait(2)
+    return dp
+
+
+def test_stats_and_grpc(app):
+    dp = connect(app)
+    svc = ControllerServicer(app)
+    ctx = SimpleNamespace(time_remaining=lambda: 5.0)
+    req = control_pb2.CacheRulesRequest(rules=[control_pb2.CacheRule(key_hash=3, cache_node="cache1", load=2.0),
+                                               control_pb2.CacheRule(key_hash=4, cache_node="cache1", load=9.0)])
+    rep = svc.AddCacheRules(req, ctx)
+    assert (rep.accepted, rep.rejected) == (2, 0)
+    assert [m.cookie for m in dp.mods()] == [make_cookie(2, 4), make_cookie(2, 3)]  # hottest first
+    rep = svc.RemoveCacheRules(control_pb2.CacheRulesRequest(
+        rules=[control_pb2.CacheRule(key_hash=3, cache_node="cache1")], no_wait=True), ctx)
+    assert (rep.accepted, rep.rejected) == (1, 0)
+    wait_for(lambda: app.updater.installed == {4: 11})
+    stats = svc.Stats(control_pb2.StatsRequest(), ctx)
+    assert stats.node == "controller"
+    counters = {c.name: c.value for c in stats.counters}
+    static = 1 + 6 + 1 + 256
+    assert counters["flow_mods_sent"] == static + 3
+    assert counters["ruleset2_installed"] == 1 and counters["ruleset2_max"] == 100
+    assert counters["rule_adds_queued"] == counters["rule_deletes_queued"] == counters["static_pending"] == 0
+    assert counters["rule_updates_last_1s"] == static + 3 and counters["switch_connects"] == 1
+    assert counters["flow_mods_refused"] == 0 and counters["switch_connected"] == 1
 
 
 def _stat(cookie, prio, dst, port):

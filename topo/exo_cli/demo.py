@@ -1,6 +1,7 @@
-"""`exo demo`: bring up the cluster of configs/demo.yaml in Mininet, load the keys, tell the
-cache nodes to cache the hottest keys, run a Zipf GET/PUT mix, print a summary table and
-write results/demo.json. Everything is torn down at the end, also on error or Ctrl-C."""
+"""`exo demo`: bring up the cluster of configs/demo.yaml in Mininet, load the keys, run a Zipf
+GET/PUT mix against caches that start empty and fill themselves (docs/cache-fill.md), print a
+summary table and write results/demo.json. Everything is torn down at the end, also on error or
+Ctrl-C. `--hot N` pre-warms the caches with the N hottest keys through the Cache RPC instead."""
 from __future__ import annotations
 
 import json
@@ -91,14 +92,18 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
             load.kill()
         load_errors = sum(r["errors"] for r in loaded.values())
 
-        # 2. cache the hottest keys through the real Cache RPC (FETCH + rule install)
+        # 2. optional pre-warm through the real Cache RPC (FETCH + rule install); by default the
+        #    caches start empty and the REPORT/selection loop fills them during the run
         cached = {}
         for node, keys in hot_keys_by_cache_node(cfg, n_hot).items():
-            rep = cl.stubs.cache(node).Cache(pb.KeysRequest(keys=keys), timeout=60)
+            rep = cl.stubs.cache(node).Cache(pb.KeysRequest(keys=keys), timeout=120)
             cached[node] = rep.done
             if rep.error:
                 console.print(f"[yellow]{node}: {rep.error}")
-        console.print(f"cached {sum(cached.values())} hot keys: {cached}")
+        if cached:
+            console.print(f"pre-warmed {sum(cached.values())} hot keys: {cached}")
+        else:
+            console.print("caches start empty: they fill themselves from db-node REPORTs")
 
         # 3. the mixed workload
         before = _counters(cl)
@@ -116,6 +121,8 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
             mix.kill()
         counters = _delta(_counters(cl), before)
         rules = cl.stubs.rules(0)
+        controller = cl.stubs.controller_stats()
+        cached_at_end = {c.name: len(cl.stubs.cached_keys(c.name)) for c in cfg.cache_nodes}
         flows_dump = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", cfg.switch.bridge],
                                     capture_output=True, text=True).stdout
 
@@ -129,6 +136,7 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
     gets_from_cache = sum(c.get("hits", 0) for n, c in counters.items() if n in cache_names)
     gets = sum(r["gets"] for r in results.values())
     zipf = ZipfRanks(n_keys, alpha)
+    series = merge_series([r.get("series", []) for r in results.values()])
     summary = {
         "ops": ops,
         "errors": sum(r["errors"] for r in results.values()),
@@ -136,7 +144,15 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
         "puts": sum(r["puts"] for r in results.values()),
         "gets_from_cache": gets_from_cache,
         "gets_from_cache_share": gets_from_cache / gets if gets else 0.0,
-        "expected_share_of_hot_keys": zipf.share_of_top(n_hot),
+        "expected_share_of_hot_keys": zipf.share_of_top(sum(cached_at_end.values())),
+        "cached_keys_at_end": cached_at_end,
+        "cache_fill_s": cache_fill_seconds(series),
+        "rule_updates_per_s_max": controller.get("rule_updates_per_s_max", 0),
+        "ruleset2_max": controller.get("ruleset2_max", 0),
+        "rule_update_rate": cfg.switch.rule_update_rate,
+        "cache_rule_capacity": cfg.switch.cache_rule_capacity,
+        "controller": controller,
+        "series": series,
         "gets_from_cache_reply_flag": sum(r["gets_from_cache_flag"] for r in results.values()),
         "throughput_ops_s": ops / elapsed if elapsed else 0.0,
         "duration_s": elapsed,
@@ -147,7 +163,7 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
         "flows": {k: by_ruleset.get(k, 0) for k in ("ruleset1", "ruleset2", "ruleset3")},
         "load": {"keys": n_keys, "errors": load_errors,
                  "seconds": max(r["elapsed_s"] for r in loaded.values())},
-        "cached_hot_keys": cached,
+        "cached_hot_keys": cached,  # pre-warmed with --hot (empty by default)
         "node_counters": counters,
         "workload": {"alpha": alpha, "get_ratio": get_ratio, "value_size": value_size,
                      "window_per_client": window, "clients": len(cfg.clients)},
@@ -161,6 +177,36 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
     return summary
 
 
+def merge_series(per_client: list[list[dict]]) -> list[dict]:
+    """Sum the workers' per-second rows (their clocks start within a second of each other)."""
+    out: list[dict] = []
+    for rows in per_client:
+        for i, row in enumerate(rows):
+            while len(out) <= i:
+                out.append({"t_s": len(out), **dict.fromkeys(row, 0)})
+            for k, v in row.items():
+                out[i][k] = out[i].get(k, 0) + v
+    for row in out:
+        row["share_from_cache"] = round(row["gets_from_cache"] / row["gets"], 4) if row.get("gets") else 0.0
+    return out
+
+
+def cache_fill_seconds(series: list[dict], final_s: int = 5, reach: float = 0.9):
+    """Seconds from the start of the run until the share of GETs answered by cache nodes first
+    reached `reach` of its final value (the mean of the last `final_s` full seconds; the last
+    row is a partial second and is left out). None if the run was too short to tell."""
+    full = series[:-1]
+    if len(full) <= final_s:
+        return None
+    final = sum(r["share_from_cache"] for r in full[-final_s:]) / final_s
+    if final <= 0:
+        return None
+    for row in full:
+        if row["share_from_cache"] >= reach * final:
+            return row["t_s"] + 1  # the second in which it got there has ended by then
+    return None
+
+
 def print_summary(s: dict, out: Path) -> None:
     t = Table(title="Exoskeleton demo", show_header=True)
     t.add_column("metric")
@@ -170,11 +216,18 @@ def print_summary(s: dict, out: Path) -> None:
     t.add_row("errors (after resends)", f"{s['errors']:,}")
     t.add_row("GETs / PUTs", f"{s['gets']:,} / {s['puts']:,}")
     t.add_row("GETs answered by cache nodes", f"{s['gets_from_cache']:,} ({100 * s['gets_from_cache_share']:.1f}%)")
-    t.add_row("  expected share of hot keys", f"{100 * s['expected_share_of_hot_keys']:.1f}%")
+    cached = sum(s["cached_keys_at_end"].values())
+    t.add_row(f"  ideal share of the {cached} keys cached", f"{100 * s['expected_share_of_hot_keys']:.1f}%")
+    fill = s["cache_fill_s"]
+    t.add_row("cache filled (90% of final share)", "n/a (run too short)" if fill is None else f"after {fill} s")
+    t.add_row("rule updates/s, max in any 1 s", f"{s['rule_updates_per_s_max']} (R = {s['rule_update_rate']:g})")
+    t.add_row("Ruleset 2 size, max", f"{s['ruleset2_max']} (C = {s['cache_rule_capacity']})")
     t.add_row("latency p50 / p99", f"{s['latency_us']['p50']:.0f} / {s['latency_us']['p99']:.0f} us")
     t.add_row("flows: ruleset 1 / 2 / 3",
               f"{s['flows']['ruleset1']} / {s['flows']['ruleset2']} / {s['flows']['ruleset3']}")
     for node, served in s["per_node"].items():
         t.add_row(f"  served by {node}", f"{served:,}")
     console.print(t)
+    console.print("GETs answered by cache nodes, % per second of the run: "
+                  + " ".join(f"{100 * r['share_from_cache']:.0f}" for r in s["series"]))
     console.print(f"wrote {out}")

@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--run-dir", default=None, help="logs, sockets, data (default /tmp/exo/<cluster name>)")
     d.add_argument("--out", default=str(REPO / "results" / "demo.json"))
     d.add_argument("--keys", type=int, default=100_000)
-    d.add_argument("--hot", type=int, default=200, help="hottest keys the cache nodes are told to cache")
+    d.add_argument("--hot", type=int, default=0, help="pre-warm: tell the cache nodes to cache the N hottest keys before the run "
+                   "(default 0: caches start empty and fill themselves)")
     d.add_argument("--duration", type=float, default=30.0)
     d.add_argument("--alpha", type=float, default=0.99)
     d.add_argument("--get-ratio", type=float, default=0.95)

@@ -87,6 +87,8 @@ class EmulatedCluster:
                                port=self.cfg.controller.openflow_port),
             autoSetMacs=False, autoStaticArp=True, waitConnected=False)
         self.net.start()
+        # Table 0 holds the static rules plus C cache rules, like a hardware switch's L2 table.
+        ovs.set_flow_limit(self.cfg.switch.bridge, self.cfg.flow_limit())
         self._set_mtu()
         self._wait_for(self._switch_ready, "switch connected with Rulesets 1 and 3")
         for node in self.cfg.db_nodes:

@@ -16,7 +16,8 @@ KIND = {"cache": 1, "db": 2, "client": 3}
 
 
 def emulation_config_dict(n_cache: int = 2, n_db: int = 4, n_clients: int = 2,
-                          run_dir: str | Path = "/tmp/exo/demo", **sections: Any) -> dict:
+                          run_dir: str | Path = "/tmp/exo/demo", cache_capacity: int = 1000,
+                          **sections: Any) -> dict:
     run_dir = Path(run_dir)
     port = 0
 
@@ -31,7 +32,7 @@ def emulation_config_dict(n_cache: int = 2, n_db: int = 4, n_clients: int = 2,
     caches = []
     for i in range(n_cache):
         n = node("cache", i)
-        n.update(grpc=f"unix:{run_dir}/{n['name']}.sock", capacity=1000, lcores=str(i % 2))
+        n.update(grpc=f"unix:{run_dir}/{n['name']}.sock", capacity=cache_capacity, lcores=str(i % 2))
         caches.append(n)
     dbs = []
     for i in range(n_db):

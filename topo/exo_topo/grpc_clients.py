@@ -33,6 +33,18 @@ class Stubs:
         reply = stub.Stats(pb.StatsRequest(), timeout=timeout, wait_for_ready=wait)
         return {c.name: c.value for c in reply.counters}
 
+    def controller_stats(self, timeout: float = 5.0) -> dict[str, int]:
+        """The rule updater's metrics (docs/cache-fill.md): rule_adds_queued, ruleset2_max, ..."""
+        reply = self.controller().Stats(pb.StatsRequest(), timeout=timeout)
+        return {c.name: c.value for c in reply.counters}
+
+    def hot_keys(self, db_name: str, timeout: float = 5.0) -> pb.ReportRequest:
+        """What db node `db_name` would REPORT now: its load and hottest keys with rates."""
+        return self.db(db_name).HotKeys(pb.StatsRequest(), timeout=timeout)
+
+    def cached_keys(self, cache_name: str, timeout: float = 5.0) -> list[bytes]:
+        return list(self.cache(cache_name).ListKeys(pb.StatsRequest(), timeout=timeout).keys)
+
     def rules(self, ruleset: int = 0, timeout: float = 5.0) -> pb.ListRulesReply:
         return self.controller().ListRules(pb.ListRulesRequest(ruleset=ruleset), timeout=timeout)
 

@@ -36,3 +36,13 @@ def stop() -> None:
 def delete_bridge(name: str) -> None:
     subprocess.run(["ovs-vsctl", "--timeout=5", "--if-exists", "del-br", name],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def set_flow_limit(bridge: str, limit: int) -> None:
+    """Make table 0 as small as a hardware switch's: the (limit+1)th flow is refused with an
+    OpenFlow table-full error (overflow_policy=refuse) instead of OVS's default eviction-free
+    growth. The Flow_Table row is owned by the bridge and goes away with it."""
+    subprocess.run(["ovs-vsctl", "--timeout=5", "--", "--id=@ft", "create", "Flow_Table",
+                    f"flow_limit={limit}", "overflow_policy=refuse", "name=exo_table0",
+                    "--", "set", "Bridge", bridge, "flow_tables:0=@ft"],
+                   check=True, stdout=subprocess.DEVNULL)

@@ -1,0 +1,331 @@
+"""RuleUpdater (docs/cache-fill.md section 3, Algorithm 1) against a fake clock and a fake switch
+table that refuses adds beyond C, like OVS with flow_limit and overflow_policy=refuse."""
+import random
+
+import pytest
+
+from exo_controller.flows import ADD, DELETE, DELETE_STRICT, HASH_MASK, RULESET_CACHE, CacheRule, FlowMod
+from exo_controller.rule_updater import RuleUpdater
+
+PORTS = {"c1": 11, "c2": 12}
+STATICS = [FlowMod(command=ADD, priority=300, cookie=0xE1 << 56 | i, eth_dst=i + 1, out_port=1) for i in range(6)]
+
+
+class FakeSwitch:
+    """Ruleset 2 of table 0, applying flow-mods in order; records every send."""
+
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self.r2: dict[int, int] = {}
+        self.statics = 0
+        self.log: list[tuple[float, FlowMod]] = []
+        self.max_r2 = 0
+
+    def apply(self, now, mods):
+        errors = {}
+        for i, fm in enumerate(mods):
+            self.log.append((now, fm))
+            if fm.command == DELETE:
+                self.r2.clear()
+                self.statics = 0
+            elif fm.ruleset != RULESET_CACHE:
+                self.statics += 1
+            elif fm.command == ADD:
+                h = fm.eth_dst & HASH_MASK
+                if h not in self.r2 and len(self.r2) >= self.capacity:
+                    errors[i] = "OFPET_FLOW_MOD_FAILED(5)/OFPFMFC_TABLE_FULL(1)"
+                else:
+                    self.r2[h] = fm.out_port
+            else:
+                assert fm.command == DELETE_STRICT
+                self.r2.pop(fm.eth_dst & HASH_MASK, None)
+            self.max_r2 = max(self.max_r2, len(self.r2))
+        return errors
+
+    def r2_log(self):
+        return [(fm.command, fm.eth_dst & HASH_MASK) for _, fm in self.log if fm.ruleset == RULESET_CACHE]
+
+
+class Sim:
+    def __init__(self, capacity=100, rate=50.0, statics=STATICS, rtt=0.002, burst=None, connect=True):
+        self.u = RuleUpdater(PORTS, capacity, rate, statics, burst=burst)
+        self.sw = FakeSwitch(capacity)
+        self.now, self.rtt = 0.0, rtt
+        self.batches = []
+        if connect:
+            self.u.switch_connected()
+
+    def step(self):
+        """Send one batch if the updater has one due now; False if it has nothing to do."""
+        batch = self.u.next_batch(self.now)
+        if not batch.mods:
+            return False
+        self.batches.append(list(batch.mods))
+        c = self.u.capacity
+        assert len(self.u.installed) + sum(1 for m in batch.mods if m.command == ADD and m.ruleset == 2
+                                           and m.eth_dst & HASH_MASK not in self.u.installed) <= c
+        errors = self.sw.apply(self.now, batch.mods)
+        self.now += self.rtt
+        self.u.batch_done(batch, errors)
+        return True
+
+    def run(self, until=None, max_steps=100_000):
+        """Advance the fake clock from wake-up to wake-up until idle (or `until`)."""
+        for _ in range(max_steps):
+            wake = self.u.next_wakeup(self.now)
+            if wake is None or (until is not None and wake > until):
+                if until is not None:
+                    self.now = max(self.now, until)
+                return
+            self.now = max(self.now, wake)
+            assert self.step(), "next_wakeup promised work that next_batch did not give"
+        raise AssertionError("did not settle")
+
+    def add(self, hashes, node="c1", loads=None):
+        return self.u.add([CacheRule(h, node) for h in hashes], loads)
+
+    def remove(self, hashes, node="c1"):
+        return self.u.remove([CacheRule(h, node) for h in hashes])
+
+
+def assert_window(times, rate):
+    cap = max(1, int(rate))
+    times = sorted(times)
+    for i in range(len(times) - cap):
+        assert times[i] + 1.0 <= times[i + cap], f"{cap + 1} sends within 1 s starting at {times[i]}"
+
+
+def test_long_random_run_respects_rate_and_capacity():
+    rng = random.Random(7)
+    sim = Sim(capacity=60, rate=50.0)
+    held = {}  # hash -> node (what "cache nodes" hold)
+    for tick in range(600):  # 60 s of churn, a request every 100 ms
+        sim.run(until=tick * 0.1)
+        if rng.random() < 0.5 and held:
+            victims = rng.sample(sorted(held), min(len(held), rng.randint(1, 8)))
+            sim.u.remove([CacheRule(h, held.pop(h)) for h in victims])
+        else:
+            new = [rng.randrange(1, 400) for _ in range(rng.randint(1, 12))]
+            new = [h for h in dict.fromkeys(new) if h not in held]
+            rules = [CacheRule(h, rng.choice(sorted(PORTS))) for h in new]
+            res = sim.u.add(rules, [rng.uniform(0, 100) for _ in rules])
+            bad = {r for r, _ in res.rejected}
+            held.update({r.key_hash: r.cache_node for r in rules if r not in bad})
+    sim.run()
+    times = [t for t, _ in sim.sw.log]
+    assert len(times) > 500  # the run really was rate-limited for a while
+    assert_window(times, 50)
+    m = sim.u.metrics(sim.now)
+    assert m["rule_updates_per_s_max"] == 50  # it did run at the full rate, never above
+    assert max(len(b) for b in sim.batches) <= 5  # paced in bursts of R/10
+    assert sim.sw.max_r2 <= 60 and m["flow_mods_refused"] == 0
+    assert sim.sw.r2 == {h: PORTS[n] for h, n in held.items()} == sim.u.installed
+    assert m["rule_adds_queued"] == m["rule_deletes_queued"] == 0
+
+
+@pytest.mark.parametrize("rate", [1.0, 3.5, 20.0, 1000.0])
+def test_window_for_any_rate(rate):
+    sim = Sim(capacity=5000, rate=rate, statics=[])
+    sim.add(range(1, int(rate * 3) + 5))
+    sim.run()
+    assert_window([t for t, _ in sim.sw.log], rate)
+    assert sim.u.metrics(sim.now)["rule_updates_per_s_max"] == max(1, int(rate))
+
+
+def test_statics_first_after_connect_then_rules_hottest_first():
+    sim = Sim(rate=1000.0, connect=False)
+    sim.add([1, 2], loads=[1.0, 9.0])
+    assert sim.u.next_batch(0).mods == [] and sim.u.next_wakeup(0) is None  # not connected
+    sim.u.switch_connected()
+    assert not sim.u.programmed and sim.u.metrics(0)["static_pending"] == 7
+    batch = sim.u.next_batch(0.0)
+    assert batch.mods[0].command == DELETE and batch.mods[1:7] == STATICS
+    assert [m.eth_dst & HASH_MASK for m in batch.mods[7:]] == [2, 1]
+    sim.u.batch_done(batch, {})
+    assert sim.u.programmed and sim.u.installed == {1: 11, 2: 11}
+
+
+def test_reconnect_resets_installed_and_reprograms():
+    sim = Sim(rate=2.0)  # 7 statics at 2/s: they alone take over 3 s
+    sim.add([5])
+    sim.run()
+    assert sim.u.installed == {5: 11}
+    sim.u.switch_disconnected()
+    sim.add([6])
+    assert sim.u.next_wakeup(sim.now) is None
+    sim.sw.log.clear()
+    sim.u.switch_connected()
+    assert sim.u.installed == {}
+    sim.run()
+    kinds = [fm.ruleset for _, fm in sim.sw.log]
+    assert sim.sw.log[0][1].command == DELETE and kinds[1:7] == [1] * 6 and kinds[7:] == [2, 2]
+    assert sim.u.installed == {5: 11, 6: 11}
+    assert_window([t for t, _ in sim.sw.log], 2.0)
+
+
+def test_hottest_add_first_then_fifo():
+    sim = Sim(rate=1.0, statics=[])
+    sim.run()
+    sim.add([10, 11, 12, 13], loads=[1.0, 5.0, 3.0, 5.0])
+    sim.add([10], loads=[7.0])  # a later, hotter request for 10 raises its load
+    sim.run()
+    assert [h for _, h in sim.sw.r2_log()] == [10, 11, 13, 12]
+
+
+def test_hot_set_swap_adds_before_deletes_at_full_rate():
+    sim = Sim(capacity=40, rate=10.0, statics=[])
+    old, new = list(range(100, 120)), list(range(200, 220))
+    sim.add(old)
+    sim.run()
+    start = sim.now
+    sim.remove(old)
+    sim.add(new, loads=[50.0] * len(new))
+    sim.run()
+    log = sim.sw.r2_log()
+    assert log[-40:] == [(ADD, h) for h in new] + [(DELETE_STRICT, h) for h in old]
+    add_times = [t for t, fm in sim.sw.log if fm.command == ADD and fm.eth_dst & HASH_MASK in new]
+    assert add_times[-1] - start < 2.1  # 20 adds at R=10/s, not diluted by the 20 deletes
+    assert sim.u.installed == {h: 11 for h in new}
+
+
+def test_full_buffer_adds_fill_then_deletes_make_room():
+    sim = Sim(capacity=10, rate=100.0, statics=[])
+    sim.add(range(1, 9))  # 8 of 10 installed
+    sim.run()
+    sim.remove(range(1, 9))
+    sim.add(range(20, 28))
+    sim.run()
+    log = sim.sw.r2_log()[8:]
+    assert log[:2] == [(ADD, 20), (ADD, 21)]  # the buffer (C - installed) goes to adds first
+    assert log[2][0] == DELETE_STRICT
+    assert sim.sw.max_r2 == 10 and sim.u.metrics(sim.now)["flow_mods_refused"] == 0
+    assert sim.u.installed == {h: 11 for h in range(20, 28)}
+
+
+def test_deletes_interleave_once_installed_hits_capacity():
+    sim = Sim(capacity=4, rate=1000.0, statics=[], burst=3)
+    sim.add([1, 2, 3, 4])
+    sim.run()
+    sim.remove([1, 2, 3, 4])
+    sim.add([5, 6, 7, 8])
+    sim.run()
+    log = sim.sw.r2_log()[4:]
+    assert log[0] == (DELETE_STRICT, 1)  # no room: a delete must go first
+    deletes = 0
+    for cmd, _ in log:  # every add is preceded by at least as many deletes
+        deletes += cmd == DELETE_STRICT
+        if cmd == ADD:
+            assert deletes >= 1
+            deletes -= 1
+    assert sim.sw.max_r2 == 4 and sim.u.installed == {h: 11 for h in (5, 6, 7, 8)}
+
+
+def test_deletes_drain_when_adds_stop():
+    sim = Sim(rate=5.0, statics=[])
+    sim.add(range(1, 11))
+    sim.run()
+    sim.remove(range(1, 11))
+    assert sim.u.metrics(sim.now)["rule_deletes_queued"] == 10
+    sim.run()
+    assert sim.sw.r2 == {} and sim.u.installed == {}
+    assert [h for c, h in sim.sw.r2_log() if c == DELETE_STRICT] == list(range(1, 11))  # FIFO
+
+
+def test_cancel_remove_then_readd_sends_nothing():
+    sim = Sim(rate=100.0, statics=[])
+    sim.add([7])
+    sim.run()
+    sent = len(sim.sw.log)
+    t = sim.remove([7]).ticket
+    sim.add([7])
+    assert sim.u.settled(t) and sim.u.next_wakeup(sim.now) is None
+    sim.add([8])
+    sim.remove([8])  # add then remove before it is sent: also nothing
+    sim.run()
+    assert len(sim.sw.log) == sent and sim.u.installed == {7: 11}
+
+
+def test_move_to_other_node_and_back():
+    sim = Sim(rate=100.0, statics=[])
+    sim.add([7], node="c1")
+    sim.run()
+    sim.add([7], node="c2")
+    sim.run()
+    assert sim.sw.r2 == {7: 12}
+    sim.remove([7], node="c2")
+    sim.run()
+    assert sim.sw.r2 == {7: 11} and len(sim.sw.r2_log()) == 3
+
+
+def test_refused_add_is_dropped_and_counted():
+    sim = Sim(capacity=3, rate=100.0, statics=[])
+    sim.sw.capacity = 1  # the switch holds fewer than configured (another app's flows, say)
+    res = sim.add([1, 2])
+    sim.run()
+    assert sim.u.settled(res.ticket)
+    assert list(res.ticket.errors) == [2] and "TABLE_FULL" in res.ticket.errors[2]
+    assert sim.u.book.owner(2) is None and sim.u.book.owner(1) == "c1"
+    m = sim.u.metrics(sim.now)
+    assert m["flow_mods_refused"] == 1 and m["rule_adds_queued"] == 0 and m["ruleset2_installed"] == 1
+
+
+def test_failed_batch_is_retried_and_ticket_waits():
+    sim = Sim(rate=100.0, statics=[])
+    sim.run()  # the flush
+    res = sim.add([1, 2, 3])
+    batch = sim.u.next_batch(0.0)
+    assert len(batch) == 3 and not sim.u.settled(res.ticket)
+    assert sim.u.next_batch(0.0).mods == []  # one batch in flight at a time
+    sim.u.batch_failed(batch)
+    assert sim.u.metrics(0.0)["rule_adds_queued"] == 3 and not sim.u.settled(res.ticket)
+    sim.run()
+    assert sim.u.settled(res.ticket) and not res.ticket.errors and sim.u.installed == {1: 11, 2: 11, 3: 11}
+
+
+def test_disconnect_discards_in_flight_batch():
+    sim = Sim(rate=100.0)
+    batch = sim.u.next_batch(0.0)
+    sim.u.switch_disconnected()
+    sim.u.batch_done(batch, {})  # stale: ignored
+    assert not sim.u.programmed and sim.u.next_wakeup(1.0) is None
+    sim.u.switch_connected()
+    assert sim.u.metrics(1.0)["static_pending"] == 7
+
+
+def test_rejections_like_the_book():
+    sim = Sim(capacity=2, rate=100.0, statics=[])
+    res = sim.u.add([CacheRule(1, "c1"), CacheRule(2, "nope"), CacheRule(3, "c1"), CacheRule(4, "c1")])
+    assert res.accepted == 2 and [r.key_hash for r, _ in res.rejected] == [2, 4]
+    assert "unknown cache node" in res.error and "full" in res.error
+    assert res.ticket.hashes == {1, 3}
+    with pytest.raises(ValueError):
+        sim.u.add([CacheRule(1, "c1")], loads=[1.0, 2.0])
+
+
+def test_metrics():
+    sim = Sim(capacity=50, rate=10.0, statics=[])
+    sim.add(range(1, 21))
+    sim.run(until=1.0)
+    m = sim.u.metrics(sim.now)
+    assert m["ruleset2_max"] == 50
+    assert m["flow_mods_sent"] == len(sim.sw.log) == m["ruleset2_installed"] + 1  # + the flush
+    assert m["rule_adds_queued"] == 20 - m["ruleset2_installed"] > 0
+    assert 1 <= m["rule_updates_last_1s"] <= 10 and m["rule_updates_per_s_max"] <= 10
+    sim.remove(range(1, 6))
+    sim.run()
+    m = sim.u.metrics(sim.now)
+    assert (m["ruleset2_installed"], m["rule_adds_queued"], m["rule_deletes_queued"]) == (15, 0, 0)
+    assert m["flow_mods_sent"] == 26 and m["rule_updates_per_s_max"] == 10 and m["static_pending"] == 0
+    assert sim.u.metrics(sim.now + 5)["rule_updates_last_1s"] == 0
+
+
+def test_next_wakeup_waits_for_window_and_tokens():
+    u = RuleUpdater(PORTS, 100, 4.0, [], burst=4)
+    u.switch_connected()
+    u.add([CacheRule(h, "c1") for h in range(1, 10)])
+    b = u.next_batch(10.0)
+    # first batch: flush + 3 adds (burst 4)
+    assert len(b) == 4
+    u.batch_done(b, {})
+    assert u.budget(10.5) == 0 and u.next_wakeup(10.5) == pytest.approx(11.0)
+    assert len(u.next_batch(11.0)) == 4
