@@ -20,7 +20,7 @@ struct World {
   CachedKeys cached;
   FakePropagator prop{nullptr};
   TxIdSource txids{1};
-  NodeContext ctx{cluster, 0, store, cached, prop, txids};
+  NodeContext ctx{cluster, 0, store, cached, prop, txids, nullptr};
   World() {
     store.data["k"] = std::string(1000, 'v');
     store.data["big"] = std::string(4000, 'v');  // does not fit a reply at MTU 1500

@@ -60,6 +60,10 @@ def cluster_json(threads: int = 2) -> dict:
         "cluster": {"name": "exodb", "mtu": 1500, "udp_port": PORT, "service_ip": "10.0.0.254"},
         "switch": {"partition_bits": 1},
         "controller": {"grpc": f"unix:{WORK}/controller.sock"},
+        # Every GET sampled and a REPORT every 100 ms, so the hot-key checks are exact and quick.
+        "hot_keys": {"top_k": 16, "sample_rate": 1.0, "segment_ms": 1000, "segments": 4,
+                     "weights": [8, 4, 2, 1], "load_ewma_alpha": 0.5, "report_interval_ms": 100,
+                     "report_keys": 4},
         "cache_nodes": [{"name": "cache0", "mac": "02:00:00:00:01:01", "ip": "10.0.1.1", "switch_port": 1,
                          "iface": "none", "grpc": f"unix:{WORK}/cache0.sock", "capacity": 10,
                          "lcores": "0", "burst": 32, "idle_sleep_us": 20, "eal_args": []}],
@@ -74,6 +78,11 @@ def cluster_json(threads: int = 2) -> dict:
 class FakeCache(pbg.CacheNodeServicer):
     def __init__(self) -> None:
         self.calls: list[tuple] = []
+        self.reports: list = []  # REPORTs, kept apart from the write-propagation calls
+
+    def Report(self, req, ctx):
+        self.reports.append(req)
+        return pb.ReportReply(accepted=True)
 
     def Prepare(self, req, ctx):
         self.calls.append(("prepare", req.key, req.is_delete, req.value))
@@ -220,6 +229,20 @@ def run(binary: str) -> None:
         f = c.call(wire.OP_GET, b"evil")
         check(f is not None and f.msg.status == wire.ST_NOT_FOUND, "malformed PUTs were not applied")
 
+        print("hot keys:")
+        # GETs so far: k1 x3 (one forwarded), missing, big, evil; all sampled (rate 1).
+        hk = stub.HotKeys(pb.StatsRequest(), timeout=2)
+        check(hk.db_node == "db0" and hk.sampled == 6, f"HotKeys: db0, 6 sampled ({hk.db_node}, {hk.sampled})")
+        check(len(hk.keys) == 4 and hk.keys[0].key == b"k1" and hk.keys[0].rate > hk.keys[1].rate > 0,
+              f"HotKeys: report_keys 4, k1 hottest ({[(k.key, round(k.rate, 1)) for k in hk.keys]})")
+        time.sleep(0.35)
+        seqs = [r.seq for r in fake.reports]
+        check(len(seqs) >= 3 and seqs == list(range(seqs[0], seqs[0] + len(seqs))),
+              f"REPORTs every 100 ms, seq +1 each ({seqs})")
+        last = fake.reports[-1]
+        check(last.db_node == "db0" and last.keys[0].key == b"k1" and last.load > 0,
+              f"REPORT: db0, k1 hottest, load > 0 ({last.load:.1f} req/s)")
+
         print("write propagation:")
         c.call(wire.OP_PUT, b"hot", b"old")
         rep = stub.Fetch(pb.FetchRequest(keys=[b"hot", b"cold"], cache_node="cache0"), timeout=2)
@@ -253,6 +276,8 @@ def run(binary: str) -> None:
         check(s["requests_served"] == 14 and s["not_found"] == 4 and s["cached_keys"] == 0,
               "requests_served 14, not_found 4, cached_keys 0")
         check(s["misrouted"] == 0 and s["tx_errors"] == 0, "misrouted 0, tx_errors 0")
+        check(s["hot_sampled"] == 7 and s["reports_sent"] >= 3,
+              f"hot_sampled 7, reports_sent >= 3 ({s['hot_sampled']}, {s['reports_sent']})")
     finally:
         rc, took = stop_node(node)
     check(rc == 0 and took < 2.0, f"SIGTERM -> exit {rc} in {took:.2f}s")

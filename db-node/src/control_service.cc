@@ -21,9 +21,10 @@ std::span<const uint8_t> bytes_of(const std::string& s) {
 }  // namespace
 
 ControlService::ControlService(const Cluster& cluster, std::string node_name, KvStore& store,
-                               CachedKeys& cached, const CounterSet& all, Counters& control)
+                               CachedKeys& cached, const CounterSet& all, Counters& control,
+                               Reporter* reporter)
     : cluster_(cluster), node_name_(std::move(node_name)), store_(store), cached_(cached),
-      all_(all), c_(control) {}
+      all_(all), c_(control), reporter_(reporter) {}
 
 grpc::Status ControlService::Fetch(grpc::ServerContext*, const exo::FetchRequest* req,
                                    exo::FetchReply* rep) {
@@ -84,6 +85,14 @@ grpc::Status ControlService::Stats(grpc::ServerContext*, const exo::StatsRequest
   exo::Counter* g = rep->add_counters();
   g->set_name("cached_keys");
   g->set_value(cached_.size());
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::HotKeys(grpc::ServerContext*, const exo::StatsRequest*,
+                                     exo::ReportRequest* rep) {
+  if (!reporter_)
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "hot-key detection is not running");
+  *rep = reporter_->peek();
   return grpc::Status::OK;
 }
 

@@ -1,5 +1,5 @@
 // The DbNode gRPC service (proto/exoproto/control.proto): Fetch/Evict bookkeeping of which
-// keys a cache node holds (thesis 3.6.1), and Stats.
+// keys a cache node holds (thesis 3.6.1), Stats, and HotKeys (the REPORT the node would send).
 #pragma once
 
 #include <memory>
@@ -9,6 +9,7 @@
 #include "cluster.h"
 #include "counters.h"
 #include "exoproto/control.grpc.pb.h"
+#include "reporter.h"
 #include "store.h"
 
 namespace grpc {
@@ -20,8 +21,9 @@ namespace exo::db {
 class ControlService final : public exo::DbNode::Service {
  public:
   // `control` is the counter block of the control plane (written by several gRPC threads).
+  // `reporter` (may be null: HotKeys then fails with FAILED_PRECONDITION) builds HotKeys replies.
   ControlService(const Cluster& cluster, std::string node_name, KvStore& store, CachedKeys& cached,
-                 const CounterSet& all, Counters& control);
+                 const CounterSet& all, Counters& control, Reporter* reporter = nullptr);
 
   // For each key, under its stripe lock: read it; if found, mark it held by req.cache_node and
   // return its value. A missing key is returned found=false and not tracked; so is a key whose
@@ -34,6 +36,10 @@ class ControlService final : public exo::DbNode::Service {
                      exo::EvictReply* rep) override;
   grpc::Status Stats(grpc::ServerContext* ctx, const exo::StatsRequest* req,
                      exo::StatsReply* rep) override;
+  // The REPORT the reporter would send now: same load, keys and rates, and the sequence number
+  // the next REPORT will carry. Nothing is sent and nothing advances.
+  grpc::Status HotKeys(grpc::ServerContext* ctx, const exo::StatsRequest* req,
+                       exo::ReportRequest* rep) override;
 
  private:
   const Cluster& cluster_;
@@ -42,6 +48,7 @@ class ControlService final : public exo::DbNode::Service {
   CachedKeys& cached_;
   const CounterSet& all_;
   Counters& c_;
+  Reporter* reporter_;
 };
 
 // Starts a gRPC server for `service` on `address` ("unix:/path", "unix:///path" or

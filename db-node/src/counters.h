@@ -34,7 +34,10 @@ namespace exo::db {
   X(requests_served, "replies sent")                                                        \
   X(tx_errors, "replies the socket did not accept")                                         \
   X(fetched_keys, "keys handed to a cache node by Fetch (and now tracked)")                 \
-  X(evicted_keys, "keys untracked by Evict")
+  X(evicted_keys, "keys untracked by Evict")                                                \
+  X(hot_sampled, "GETs sampled into the hot-key detector")                                 \
+  X(reports_sent, "REPORTs the cache node accepted")                                       \
+  X(report_errors, "REPORTs that failed or were refused")
 
 struct CounterDesc {
   const char* name;

@@ -3,7 +3,8 @@
 //   exo-db-node --cluster cluster.json --name db0 [--log-level info]
 //
 // Wiring only: parse args, load the resolved cluster, open the store, start the DbNode gRPC
-// service and `threads` packet threads, wait for SIGINT/SIGTERM, stop everything in reverse.
+// service, the REPORT thread (when the node has a cache node) and `threads` packet threads,
+// wait for SIGINT/SIGTERM, stop everything in reverse.
 // Exit codes: 0 clean shutdown, 2 bad config or unknown node name, 1 other start-up failure.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -20,10 +21,12 @@
 #include "cluster.h"
 #include "control_service.h"
 #include "counters.h"
+#include "hot_keys/hot_key_detector.h"
 #include "log.h"
 #include "packet_loop.h"
 #include "propagator.h"
 #include "raw_socket.h"
+#include "reporter.h"
 #include "request_handler.h"
 #include "store.h"
 
@@ -110,15 +113,36 @@ int main(int argc, char** argv) {
   CachedKeys cached;
   GrpcPropagator propagator(cluster);
   TxIdSource txids(TxIdSource::from_clock());
-  const NodeContext ctx{cluster, static_cast<uint32_t>(self_index), *store, cached, propagator, txids};
+  HotKeyDetector detector(cluster.hot_keys, steady_now_ms());
+  const NodeContext ctx{cluster, static_cast<uint32_t>(self_index), *store, cached, propagator, txids,
+                        &detector};
 
-  ControlService service(cluster, self.name, *store, cached, counters, counters.add_block());
+  // REPORTs go to the cache node serving this node's partitions; without one there is nobody
+  // to tell, but HotKeys still answers.
+  std::unique_ptr<GrpcReportSink> sink;
+  if (!self.cache_node.empty()) {
+    const exo::CacheNodeInfo* cache = cluster.find_cache(self.cache_node);
+    if (!cache) {
+      std::fprintf(stderr, "exo-db-node: db_nodes[%d].cache_node: no cache node named '%s'\n",
+                   self_index, self.cache_node.c_str());
+      close_fds();
+      return 2;
+    }
+    sink = std::make_unique<GrpcReportSink>(cache->grpc);
+  }
+  Reporter reporter(cluster.hot_keys, self.name, detector, counters, counters.add_block(),
+                    sink.get());
+
+  ControlService service(cluster, self.name, *store, cached, counters, counters.add_block(),
+                         &reporter);
   std::unique_ptr<grpc::Server> server = start_control_server(self.grpc, service, &err);
   if (!server) {
     std::fprintf(stderr, "exo-db-node: db_nodes[%d].grpc: %s\n", self_index, err.c_str());
     close_fds();
     return 1;
   }
+
+  reporter.start();  // after the server: a REPORT makes the cache node Fetch from us
 
   std::atomic<bool> quit{false};
   std::vector<std::unique_ptr<RequestHandler>> handlers;
@@ -133,6 +157,12 @@ int main(int argc, char** argv) {
            self.name.c_str(), self.iface.c_str(), exo::format_mac(self.mac.data()).c_str(),
            self.threads, cluster.udp_port, self.grpc.c_str(), self.data_dir.c_str(),
            self.sync_writes ? "true" : "false");
+  if (sink)
+    LOG_INFO("hot keys: top_k %u, sample rate %g, %u x %u ms segments; REPORT to %s every %u ms",
+             cluster.hot_keys.top_k, cluster.hot_keys.sample_rate, cluster.hot_keys.segments,
+             cluster.hot_keys.segment_ms, self.cache_node.c_str(), cluster.hot_keys.report_interval_ms);
+  else
+    LOG_INFO("hot keys: no cache node, no REPORTs (HotKeys still answers)");
 
   int sig = 0;
   sigwait(&stop, &sig);
@@ -140,6 +170,7 @@ int main(int argc, char** argv) {
   quit = true;
   for (auto& t : threads) t.join();  // each returns within one SO_RCVTIMEO
   close_fds();
+  reporter.stop();  // before the server, the reverse of start-up
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   server->Wait();
   const StoreResult closed = store->close();

@@ -1,6 +1,7 @@
 #include "request_handler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "log.h"
@@ -24,8 +25,15 @@ bool udp_to_other_port(std::span<const uint8_t> f, uint16_t our_port) {
 
 }  // namespace
 
+// Each thread's sampler gets its own seed (the handler's address tells threads apart, the
+// clock tells runs apart) so threads do not sample in lockstep.
 RequestHandler::RequestHandler(const NodeContext& ctx, Counters& counters)
-    : ctx_(ctx), c_(counters), max_frame_(wire::kEthLen + ctx.cluster.mtu) {
+    : ctx_(ctx),
+      c_(counters),
+      max_frame_(wire::kEthLen + ctx.cluster.mtu),
+      sampler_(ctx.hot_keys ? ctx.hot_keys->sample_rate() : 0.0,
+               reinterpret_cast<uintptr_t>(this) ^
+                   static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {
   std::memcpy(self_mac_, ctx.self().mac.data(), 6);
   self_addr_ = wire::Addr{self_mac_, ctx.self().ip, ctx.cluster.udp_port};
 }
@@ -68,6 +76,12 @@ size_t RequestHandler::handle(std::span<const uint8_t> frame, std::span<uint8_t>
 size_t RequestHandler::handle_get(const wire::FrameView& req, std::span<uint8_t> out) {
   bump(c_.gets);
   if (req.flags & wire::kForwarded) bump(c_.forwarded_gets);
+  // Forwarded GETs count too: they are reads of this node's keys that the cache did not serve.
+  // Only GETs are sampled (caching helps reads only; see docs/cache-fill.md).
+  if (ctx_.hot_keys && sampler_.sample()) {
+    bump(c_.hot_sampled);
+    ctx_.hot_keys->observe(as_sv(req.key), steady_now_ms());
+  }
   // No stripe lock: a RocksDB Get is atomic per key and sees either the old or the new value
   // of a concurrent write, both fine for a request concurrent with that write.
   const StoreResult r = ctx_.store.get(req.key, &value_);

@@ -2,8 +2,8 @@
 // reply frame (or nothing) out. The packet loop feeds it from an AF_PACKET socket; the tests
 // feed it byte buffers with a fake store and a fake propagator.
 //
-// One RequestHandler per packet thread: it owns that thread's counter block and a reusable
-// value buffer, and is not thread-safe. The objects in NodeContext are shared and are.
+// One RequestHandler per packet thread: it owns that thread's counter block, a reusable value
+// buffer and the thread's hot-key sampler, and is not thread-safe. The objects in NodeContext are shared and are.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,8 @@
 #include "cached_keys.h"
 #include "cluster.h"
 #include "counters.h"
+#include "hot_keys/hot_key_detector.h"
+#include "hot_keys/sampler.h"
 #include "propagator.h"
 #include "store.h"
 #include "wire.h"
@@ -28,6 +30,7 @@ struct NodeContext {
   CachedKeys& cached;
   Propagator& propagator;
   TxIdSource& txids;
+  HotKeyDetector* hot_keys = nullptr;  // null: no hot-key detection (no GET is sampled)
 
   const DbNodeInfo& self() const { return cluster.db_nodes[self_index]; }
 };
@@ -56,6 +59,7 @@ class RequestHandler {
   wire::Addr self_addr_;
   size_t max_frame_;    // 14 + mtu
   std::string value_;   // GET buffer, reused so steady state does not allocate
+  Sampler sampler_;     // which GETs feed ctx_.hot_keys
 };
 
 }  // namespace exo::db

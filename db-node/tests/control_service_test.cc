@@ -111,9 +111,65 @@ TEST_F(ControlTest, StatsListsEveryCounterAndTheGauge) {
   cached.lock_key(B("a")).mark("a", "cache0");
   auto m = stats();
   EXPECT_EQ(m.size(), kNumCounters + 1);
+  EXPECT_TRUE(m.count("hot_sampled"));
+  EXPECT_TRUE(m.count("reports_sent"));
+  EXPECT_TRUE(m.count("report_errors"));
   EXPECT_EQ(m["gets"], 3u);
   EXPECT_EQ(m["cached_keys"], 1u);
   EXPECT_TRUE(m.count("malformed_dropped"));
+}
+
+TEST_F(ControlTest, HotKeysWithoutAReporterIsRefused) {
+  exo::StatsRequest req;
+  exo::ReportRequest rep;
+  EXPECT_EQ(svc.HotKeys(nullptr, &req, &rep).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// A sink that must never be used: HotKeys only builds the report.
+class CountingSink : public ReportSink {
+ public:
+  int sends = 0;
+  bool send(const exo::ReportRequest&, std::string*) override {
+    ++sends;
+    return true;
+  }
+};
+
+TEST_F(ControlTest, HotKeysReturnsTheReportWithoutSendingIt) {
+  HotKeysConfig cfg;
+  cfg.sample_rate = 1;
+  cfg.report_keys = 2;
+  HotKeyDetector detector(cfg, 5000);
+  for (int i = 0; i < 30; ++i) detector.observe("hot", 5100);
+  for (int i = 0; i < 20; ++i) detector.observe("warm", 5100);
+  for (int i = 0; i < 10; ++i) detector.observe("cool", 5100);
+  CountingSink sink;
+  Reporter reporter(cfg, "db0", detector, counters, counters.add_block(), &sink,
+                    [] { return uint64_t{5500}; });
+  ControlService with(cluster, "db0", store, cached, counters, control, &reporter);
+
+  TempDir dir;
+  const std::string addr = "unix:" + (dir.path / "db0.sock").string();
+  std::string err;
+  auto server = start_control_server(addr, with, &err);
+  ASSERT_TRUE(server) << err;
+  auto stub = exo::DbNode::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  exo::ReportRequest rep;
+  for (int round = 0; round < 2; ++round) {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub->HotKeys(&ctx, exo::StatsRequest(), &rep).ok());
+  }
+  server->Shutdown();
+  EXPECT_EQ(sink.sends, 0);
+  EXPECT_EQ(rep.db_node(), "db0");
+  EXPECT_EQ(rep.seq(), 1u);  // asking twice does not use up sequence numbers
+  EXPECT_EQ(rep.sampled(), 60u);
+  ASSERT_EQ(rep.keys_size(), 2);
+  EXPECT_EQ(rep.keys(0).key(), "hot");
+  EXPECT_EQ(rep.keys(1).key(), "warm");
+  // Half a segment in, weight 8·0.5 of the only live segment: 30 / 0.5 s = 60/s.
+  EXPECT_DOUBLE_EQ(rep.keys(0).rate(), 60.0);
+  EXPECT_DOUBLE_EQ(rep.keys(1).rate(), 40.0);
 }
 
 TEST_F(ControlTest, ServesOverUnixSocketAndReplacesAStaleSocketFile) {

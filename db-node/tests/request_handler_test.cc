@@ -28,7 +28,7 @@ class HandlerTest : public ::testing::Test {
   CachedKeys cached;
   FakePropagator prop{&log};
   TxIdSource txids{100};
-  NodeContext ctx{cluster, 0, store, cached, prop, txids};
+  NodeContext ctx{cluster, 0, store, cached, prop, txids, nullptr};
   Counters c;
   RequestHandler h{ctx, c};
   std::vector<uint8_t> out = std::vector<uint8_t>(16384);
@@ -248,13 +248,50 @@ TEST_F(HandlerTest, TxidsAreDistinct) {
   EXPECT_GE(prop.txids[0], 100u);
 }
 
+// Every GET (forwarded ones too) reaches the detector at sample rate 1; writes never do.
+TEST_F(HandlerTest, SampledGetsFeedTheHotKeyDetector) {
+  HotKeysConfig cfg;
+  cfg.sample_rate = 1;
+  HotKeyDetector detector(cfg, steady_now_ms());
+  NodeContext hot_ctx{cluster, 0, store, cached, prop, txids, &detector};
+  Counters hc;
+  RequestHandler hh(hot_ctx, hc);
+  store.data[key] = "v";
+  hh.handle(request(wire::kGet, key, "", 1), out);
+  hh.handle(request(wire::kGet, key, "", 2, wire::kForwarded, 7777, kPrefixOther), out);
+  hh.handle(request(wire::kGet, "absent", "", 3), out);  // NOT_FOUND reads count as reads
+  hh.handle(request(wire::kPut, key, "w", 4), out);
+  hh.handle(request(wire::kDelete, key, "", 5), out);
+  EXPECT_EQ(counter(hc, "hot_sampled"), 3u);
+  EXPECT_EQ(counter(hc, "forwarded_gets"), 1u);
+  EXPECT_EQ(detector.sampled(steady_now_ms()), 3u);
+}
+
+TEST_F(HandlerTest, GetsAreSampledAtTheConfiguredRate) {
+  HotKeysConfig cfg;
+  cfg.sample_rate = 0.25;
+  HotKeyDetector detector(cfg, steady_now_ms());
+  NodeContext hot_ctx{cluster, 0, store, cached, prop, txids, &detector};
+  Counters hc;
+  RequestHandler hh(hot_ctx, hc);
+  const auto get = request(wire::kGet, key);
+  for (int i = 0; i < 8000; ++i) hh.handle(get, out);
+  EXPECT_NEAR(static_cast<double>(counter(hc, "hot_sampled")), 2000.0, 200.0);
+}
+
+TEST_F(HandlerTest, NoDetectorNoSampling) {
+  const auto get = request(wire::kGet, key);
+  for (int i = 0; i < 100; ++i) h.handle(get, out);
+  EXPECT_EQ(counter(c, "hot_sampled"), 0u);
+}
+
 // Two packet threads writing the same cached key: propagations must not overlap, because the
 // stripe lock is held across Prepare -> write -> Commit.
 TEST_F(HandlerTest, WritesToOneKeyAreSerializedAcrossThreads) {
   FakeStore quiet_store;
   FakePropagator slow{nullptr};
   slow.prepare_delay = std::chrono::microseconds(200);
-  NodeContext ctx2{cluster, 0, quiet_store, cached, slow, txids};
+  NodeContext ctx2{cluster, 0, quiet_store, cached, slow, txids, nullptr};
   cached.lock_key(B(key)).mark(key, "cache0");
   Counters c1, c2;
   auto worker = [&](Counters& cc, const std::string& v) {
