@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "lru_map.h"
 
@@ -29,11 +30,24 @@ struct FetchState {
   std::string committed_value;
 };
 
+// The map is allocated at twice the node's configured capacity: the filler selects at most
+// `capacity` keys, and the entries it retires stay in the map (and keep being served) until the
+// switch has confirmed their rule removal, so they need room of their own (docs/cache-fill.md 2).
+inline size_t map_capacity_for(size_t capacity) { return 2 * capacity; }
+
 struct CacheState {
-  explicit CacheState(size_t capacity) : map(capacity) {}
+  explicit CacheState(size_t map_capacity) : map(map_capacity) {}
   std::mutex mu;  // guards everything below
   LruMap map;
   std::unordered_map<std::string, FetchState> fetching;
+  // Keys the filler evicted whose rule removal has not been sent yet. Their entries stay in the
+  // map and are served normally (the data plane never looks at these sets). Selecting such a key
+  // again just takes it out of this set.
+  std::unordered_set<std::string> retiring;
+  // Keys whose rule removal is in flight (moved here from `retiring` by the retire thread). They
+  // are not admitted again until the removal completes, so Add and Remove for one key reach the
+  // controller in the order they were decided.
+  std::unordered_set<std::string> removing;
 };
 
 }  // namespace exo::cache

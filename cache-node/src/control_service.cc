@@ -1,30 +1,20 @@
-// Cache/Evict (FETCH/EVICT, thesis 3.6.1), test hooks and stats. Two-phase writes: control_tx.cc.
+// Cache/Evict (FETCH/EVICT, thesis 3.6.1), Report, test hooks and stats. Two-phase writes:
+// control_tx.cc.
 #include "control_service.h"
 
 #include <grpcpp/grpcpp.h>
 
-#include <chrono>
-#include <map>
+#include <cmath>
 #include <set>
 
-#include "keyhash.h"
+#include "insert_fetched.h"
 #include "log.h"
 #include "wire.h"
 
 namespace exo::cache {
 namespace {
 
-constexpr auto kRpcDeadline = std::chrono::seconds(2);
-
-std::unique_ptr<grpc::ClientContext> ctx_with_deadline() {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
-  return ctx;
-}
-
-uint64_t hash_of(const std::string& key) { return LruMap::hash_of(key); }
-
-// Request keys, de-duplicated, in order; empty keys go to `skipped`.
+// Request keys, de-duplicated, in order; empty or oversized keys go to `skipped`.
 std::vector<std::string> unique_keys(const KeysRequest& req, KeysReply* reply) {
   std::vector<std::string> out;
   std::set<std::string> seen;
@@ -43,98 +33,32 @@ void append_error(KeysReply* reply, const std::string& e) {
   reply->set_error(reply->error().empty() ? e : reply->error() + "; " + e);
 }
 
-}  // namespace
-
-ControlService::ControlService(const Cluster& cluster, std::string self_name, CacheState& state,
-                               CpCounters& cp, DpSum sum_dp)
-    : cluster_(cluster), name_(std::move(self_name)), state_(state), cp_(cp),
-      sum_dp_(std::move(sum_dp)) {}
-
-exo::DbNode::Stub& ControlService::db_stub(uint32_t index) {
-  std::lock_guard lock(stubs_mu_);
-  if (db_stubs_.size() < cluster_.db_nodes.size()) db_stubs_.resize(cluster_.db_nodes.size());
-  auto& s = db_stubs_.at(index);
-  if (!s)
-    s = exo::DbNode::NewStub(
-        grpc::CreateChannel(cluster_.db_nodes[index].grpc, grpc::InsecureChannelCredentials()));
-  return *s;
-}
-
-exo::Controller::Stub& ControlService::controller_stub() {
-  std::lock_guard lock(stubs_mu_);
-  if (!controller_)
-    controller_ = exo::Controller::NewStub(
-        grpc::CreateChannel(cluster_.controller_grpc, grpc::InsecureChannelCredentials()));
-  return *controller_;
-}
-
-std::string ControlService::change_rules(const Keys& keys, bool add) {
-  if (keys.empty()) return "";
-  CacheRulesRequest req;
-  for (const auto& k : keys) {
-    auto* r = req.add_rules();
-    r->set_key_hash(hash_of(k));
-    r->set_cache_node(name_);
-  }
-  CacheRulesReply rep;
-  auto ctx = ctx_with_deadline();
-  auto& stub = controller_stub();
-  const grpc::Status st = add ? stub.AddCacheRules(ctx.get(), req, &rep)
-                              : stub.RemoveCacheRules(ctx.get(), req, &rep);
-  const char* what = add ? "Controller.AddCacheRules" : "Controller.RemoveCacheRules";
-  if (!st.ok()) return std::string(what) + ": " + st.error_message();
-  if (rep.rejected() > 0)
-    return std::string(what) + ": " + std::to_string(rep.rejected()) + " rejected: " + rep.error();
-  return "";
-}
-
-template <typename Request>
-std::map<uint32_t, Request> ControlService::by_owner(const Keys& keys) const {
-  std::map<uint32_t, Request> out;
-  for (const auto& k : keys) {
-    Request& req = out[cluster_.owner_index(hash_of(k))];
-    req.add_keys(k);
-    req.set_cache_node(name_);
-  }
+std::vector<KeyRate> no_rates(const Keys& keys) {
+  std::vector<KeyRate> out;
+  for (const auto& k : keys) out.push_back({k, 0});
   return out;
 }
 
-std::string ControlService::db_evict(const Keys& keys) {
-  std::string err;
-  for (auto& [idx, req] : by_owner<EvictRequest>(keys)) {
-    EvictReply rep;
-    auto ctx = ctx_with_deadline();
-    const grpc::Status st = db_stub(idx).Evict(ctx.get(), req, &rep);
-    if (!st.ok())
-      err += (err.empty() ? "" : "; ") + cluster_.db_nodes[idx].name + ".Evict: " + st.error_message();
-  }
-  return err;
-}
+}  // namespace
 
-std::string ControlService::db_fetch(const Keys& keys,
-                                     std::vector<std::pair<std::string, std::string>>& found,
-                                     Keys& failed) {
-  std::string err;
-  for (auto& [idx, req] : by_owner<FetchRequest>(keys)) {
-    FetchReply rep;
-    auto ctx = ctx_with_deadline();
-    const grpc::Status st = db_stub(idx).Fetch(ctx.get(), req, &rep);
-    if (!st.ok()) {
-      err += (err.empty() ? "" : "; ") + cluster_.db_nodes[idx].name + ".Fetch: " + st.error_message();
-      failed.insert(failed.end(), req.keys().begin(), req.keys().end());
-      continue;
-    }
-    for (const auto& v : rep.values())
-      if (v.found()) found.emplace_back(v.key(), v.value());
-  }
-  return err;
-}
+ControlService::ControlService(const Cluster& cluster, std::string self_name, CacheState& state,
+                               CpCounters& cp, Peers& peers, HotList& hot, DpSum sum_dp,
+                               Clock clock)
+    : cluster_(cluster), name_(std::move(self_name)), state_(state), cp_(cp), peers_(peers),
+      hot_(hot), sum_dp_(std::move(sum_dp)), clock_(std::move(clock)) {}
 
 grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req, KeysReply* reply) {
   Keys want, already;
   {
     std::lock_guard lock(state_.mu);
     for (auto& k : unique_keys(*req, reply)) {
+      // Its rule removal is in flight: adding it now could reach the controller before the
+      // removal and be undone by it. The caller may retry once the removal is done.
+      if (state_.removing.count(k)) {
+        reply->add_skipped(k);
+        continue;
+      }
+      state_.retiring.erase(k);  // removal not sent yet: cancel it, the key is wanted again
       if (state_.map.find(k)) already.push_back(std::move(k));  // idempotent: re-assert its rule
       else if (state_.fetching.count(k)) reply->add_skipped(k);  // another Cache() is on it
       else {
@@ -144,58 +68,39 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
     }
   }
 
-  std::vector<std::pair<std::string, std::string>> found;
-  Keys failed;
-  append_error(reply, db_fetch(want, found, failed));
-  std::map<std::string, std::string> values(std::make_move_iterator(found.begin()),
-                                            std::make_move_iterator(found.end()));
-  const std::set<std::string> failed_set(failed.begin(), failed.end());
+  const FetchResult fetched = peers_.fetch(want);
+  append_error(reply, fetched.error);
 
-  Keys inserted, evicted, not_cached;
+  InsertOutcome o;
   {
     std::lock_guard lock(state_.mu);
-    for (const auto& k : want) {
-      auto node = state_.fetching.extract(k);
-      FetchState& fs = node.mapped();
-      if (failed_set.count(k)) {
-        reply->add_skipped(k);
-        continue;
-      }
-      // A write committed while we were fetching is newer than what the db node returned.
-      const std::string* value = nullptr;
-      if (fs.committed) value = fs.committed_delete ? nullptr : &fs.committed_value;
-      else if (auto it = values.find(k); it != values.end()) value = &it->second;
-      // Not found on the db node (or deleted meanwhile), or too big to ever fit a reply frame.
-      if (!value || k.size() + value->size() > exo::wire::max_kv_bytes(cluster_.mtu)) {
-        reply->add_skipped(k);
-        not_cached.push_back(k);
-        continue;
-      }
-      state_.map.insert(k, *value, &evicted);
-      if (fs.prepared) state_.map.prepare(k, fs.txid, fs.prepared_delete, fs.prepared_value);
-      inserted.push_back(k);
-    }
-    // A batch larger than the free space evicts its own first keys (or already-cached ones):
-    // those are not cached any more.
-    auto gone = [&](const std::string& k) {
+    o = insert_fetched(state_, want, fetched, exo::wire::max_kv_bytes(cluster_.mtu));
+    // A batch larger than the free space may push out already-cached keys too.
+    std::erase_if(already, [&](const std::string& k) {
       if (state_.map.find(k)) return false;
       reply->add_skipped(k);
       return true;
-    };
-    std::erase_if(inserted, gone);
-    std::erase_if(already, gone);
+    });
   }
+  for (const auto* keys : {&o.failed, &o.not_cached})
+    for (const auto& k : *keys) reply->add_skipped(k);
+  const std::set<std::string> want_set(want.begin(), want.end());
+  for (const auto& k : o.evicted)
+    if (want_set.count(k)) reply->add_skipped(k);  // pushed out by a later key of this batch
+  const Keys& inserted = o.inserted;
+  const Keys& evicted = o.evicted;
+  Keys not_cached = o.not_cached;
   cp_.cached_inserts += inserted.size();
   cp_.evictions += evicted.size();
 
   // The value is in the map: now the switch may send GETs here.
   Keys rules = inserted;
   rules.insert(rules.end(), already.begin(), already.end());
-  append_error(reply, change_rules(rules, /*add=*/true));
+  append_error(reply, peers_.add_rules(no_rates(rules), /*no_wait=*/false));
   // LRU victims: their entries are gone already, so a GET still routed here is forwarded.
-  append_error(reply, change_rules(evicted, /*add=*/false));
+  append_error(reply, peers_.remove_rules(evicted, /*no_wait=*/false));
   not_cached.insert(not_cached.end(), evicted.begin(), evicted.end());
-  append_error(reply, db_evict(not_cached));  // the db node need not 2PC these keys with us
+  append_error(reply, peers_.evict(not_cached));  // the db node need not 2PC these keys with us
   reply->set_done(static_cast<uint32_t>(rules.size()));
   if (!reply->error().empty()) LOG_WARN("Cache: %s", reply->error().c_str());
   return grpc::Status::OK;
@@ -205,7 +110,7 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
   const Keys keys = unique_keys(*req, reply);
   // Thesis order: rule first, then entry, so no GET reaches us for a key we no longer hold
   // except in-flight ones, which are forwarded. If the rule cannot be removed, keep the entry.
-  if (std::string e = change_rules(keys, /*add=*/false); !e.empty()) {
+  if (std::string e = peers_.remove_rules(keys, /*no_wait=*/false); !e.empty()) {
     for (const auto& k : keys) reply->add_skipped(k);
     append_error(reply, e);
     LOG_WARN("Evict: %s", e.c_str());
@@ -215,13 +120,16 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
   {
     std::lock_guard lock(state_.mu);
     for (const auto& k : keys) {
+      // Its rule is gone: nothing left for the retire thread to do.
+      state_.retiring.erase(k);
+      state_.removing.erase(k);
       if (state_.map.erase(k)) ++erased;
       else reply->add_skipped(k);
     }
   }
   cp_.evictions += erased;
   // Also for keys we did not hold (e.g. after DropEntries): the db node stops tracking them.
-  append_error(reply, db_evict(keys));
+  append_error(reply, peers_.evict(keys));
   reply->set_done(erased);
   return grpc::Status::OK;
 }
@@ -246,18 +154,53 @@ grpc::Status ControlService::ListKeys(grpc::ServerContext*, const StatsRequest*,
 }
 
 grpc::Status ControlService::Stats(grpc::ServerContext*, const StatsRequest*, StatsReply* reply) {
-  uint64_t entries, pending;
+  Gauges g;
   {
     std::lock_guard lock(state_.mu);
-    entries = state_.map.size();
-    pending = state_.map.pending_count();
+    g.entries = state_.map.size();
+    g.pending = state_.map.pending_count();
+    g.retiring = state_.retiring.size() + state_.removing.size();
   }
+  g.hot_list_keys = hot_.key_count();
+  g.threshold_milli = cp_.threshold_milli.load(std::memory_order_relaxed);
   reply->set_node(name_);
-  for (const auto& [name, value] : flatten(sum_dp_(), cp_, entries, pending)) {
+  for (const auto& [name, value] : flatten(sum_dp_(), cp_, g)) {
     auto* c = reply->add_counters();
     c->set_name(name);
     c->set_value(value);
   }
+  return grpc::Status::OK;
+}
+
+std::string ControlService::check_report(const ReportRequest& req) const {
+  if (!cluster_.find_db(req.db_node())) return "unknown db node '" + req.db_node() + "'";
+  for (const auto& kl : req.keys()) {
+    if (kl.key().empty() || kl.key().size() > exo::wire::kMaxKeyLen)
+      return "key of " + std::to_string(kl.key().size()) + " bytes (1.." +
+             std::to_string(exo::wire::kMaxKeyLen) + ")";
+    if (!std::isfinite(kl.rate()) || kl.rate() < 0)
+      return "rate " + std::to_string(kl.rate()) + " is not a finite rate >= 0";
+  }
+  return "";
+}
+
+// REPORT (docs/cache-fill.md 1-2): a db node's hottest keys replace its list in the hot list; the
+// filler picks them up on its next round. A bad REPORT is refused whole: its sender is broken.
+grpc::Status ControlService::Report(grpc::ServerContext*, const ReportRequest* req,
+                                    ReportReply* reply) {
+  if (std::string e = check_report(*req); !e.empty()) {
+    ++cp_.reports_rejected;
+    reply->set_accepted(false);
+    reply->set_error(e);
+    LOG_DEBUG("Report from '%s' refused: %s", req->db_node().c_str(), e.c_str());
+    return grpc::Status::OK;
+  }
+  std::vector<KeyRate> keys;
+  keys.reserve(req->keys_size());
+  for (const auto& kl : req->keys()) keys.push_back({kl.key(), kl.rate()});
+  hot_.report(req->db_node(), std::move(keys), clock_());
+  ++cp_.reports_received;
+  reply->set_accepted(true);
   return grpc::Status::OK;
 }
 

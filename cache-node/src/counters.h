@@ -22,12 +22,28 @@
   X(requests_served, "replies sent by this node")
 
 // Control-plane counters: bumped by gRPC handler threads, hence atomic.
-#define EXO_CP_COUNTERS(X)                                   \
-  X(cached_inserts, "keys inserted by Cache()")             \
-  X(evictions, "entries removed by Evict() or LRU capacity") \
-  X(prepares, "Prepare() that marked a held key pending")   \
-  X(commits, "Commit() applied")                             \
-  X(aborts, "Abort() applied")
+#define EXO_CP_COUNTERS(X)                                                                \
+  X(cached_inserts, "keys inserted by Cache()")                                          \
+  X(evictions, "entries removed by Evict() or LRU capacity")                             \
+  X(prepares, "Prepare() that marked a held key pending")                                \
+  X(commits, "Commit() applied")                                                          \
+  X(aborts, "Abort() applied")                                                            \
+  X(reports_received, "REPORTs from db nodes accepted into the hot list")                \
+  X(reports_rejected, "REPORTs refused: unknown db node, bad key or rate")               \
+  X(fill_rounds, "selection rounds run by the filler")                                   \
+  X(fill_admitted, "keys the filler admitted (inserted, or a retirement cancelled)")     \
+  X(fill_evicted, "keys the filler marked retiring")                                     \
+  X(fill_fetch_failed, "keys the filler could not fetch (db node unreachable)")          \
+  X(fill_rule_errors, "failed AddCacheRules/RemoveCacheRules calls of the filler/retirer") \
+  X(retired, "retiring entries erased after their rule was removed")
+
+// Gauges: read at Stats() time, not accumulated.
+#define EXO_GAUGES(X)                                                              \
+  X(entries, "gauge: keys in the map")                                             \
+  X(pending, "gauge: keys with a prepared, uncommitted write")                     \
+  X(hot_list_keys, "gauge: keys in the db nodes' latest REPORTs")                  \
+  X(retiring, "gauge: entries whose rule removal is queued or in flight")          \
+  X(threshold_milli, "gauge: the filler's last admission threshold x 1000 (req/s)")
 
 namespace exo::cache {
 
@@ -49,6 +65,15 @@ struct CpCounters {
 #define EXO_FIELD(name, help) std::atomic<uint64_t> name{0};
   EXO_CP_COUNTERS(EXO_FIELD)
 #undef EXO_FIELD
+  // Written by the filler thread only, read by Stats(): the source of the threshold_milli gauge.
+  std::atomic<uint64_t> threshold_milli{0};
+};
+
+// A snapshot of the gauges, taken by whoever answers Stats().
+struct Gauges {
+#define EXO_FIELD(name, help) uint64_t name = 0;
+  EXO_GAUGES(EXO_FIELD)
+#undef EXO_FIELD
 };
 
 struct CounterInfo {
@@ -56,19 +81,17 @@ struct CounterInfo {
   const char* help;
 };
 
-// Every counter name in report order, plus the two gauges (entries, pending).
+// Every counter name in report order, then the gauges.
 inline constexpr CounterInfo kCounterInfo[] = {
 #define EXO_INFO(name, help) {#name, help},
-    EXO_DP_COUNTERS(EXO_INFO) EXO_CP_COUNTERS(EXO_INFO)
+    EXO_DP_COUNTERS(EXO_INFO) EXO_CP_COUNTERS(EXO_INFO) EXO_GAUGES(EXO_INFO)
 #undef EXO_INFO
-        {"entries", "gauge: keys in the map"},
-    {"pending", "gauge: keys with a prepared, uncommitted write"},
 };
 
 // Flattens a summed snapshot into (name, value) pairs in kCounterInfo order.
 inline std::vector<std::pair<std::string, uint64_t>> flatten(const DpCounters& dp,
                                                              const CpCounters& cp,
-                                                             uint64_t entries, uint64_t pending) {
+                                                             const Gauges& gauges) {
   std::vector<std::pair<std::string, uint64_t>> out;
 #define EXO_OUT(name, help) out.emplace_back(#name, dp.name);
   EXO_DP_COUNTERS(EXO_OUT)
@@ -76,8 +99,9 @@ inline std::vector<std::pair<std::string, uint64_t>> flatten(const DpCounters& d
 #define EXO_OUT(name, help) out.emplace_back(#name, cp.name.load(std::memory_order_relaxed));
   EXO_CP_COUNTERS(EXO_OUT)
 #undef EXO_OUT
-  out.emplace_back("entries", entries);
-  out.emplace_back("pending", pending);
+#define EXO_OUT(name, help) out.emplace_back(#name, gauges.name);
+  EXO_GAUGES(EXO_OUT)
+#undef EXO_OUT
   return out;
 }
 

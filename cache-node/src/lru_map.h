@@ -131,6 +131,12 @@ class LruMap {
     return out;
   }
 
+  // Calls f(const Entry&) for every entry, MRU first (the filler samples hit counters this way).
+  template <typename F>
+  void for_each(F&& f) const {
+    for (uint32_t i = head_; i != kNil; i = pool_[i].next) f(pool_[i]);
+  }
+
   // ---- two-phase writes (thesis 3.4.2) ----
   // Prepare marks a held key pending; the data plane forwards GETs for it until Commit/Abort.
   // A second Prepare with another txid is refused (kBusy): the db node serialises writes per key.

@@ -23,8 +23,11 @@
 #include "control_service.h"
 #include "counters.h"
 #include "eal_args.h"
+#include "fill/filler.h"
+#include "fill/hot_list.h"
 #include "lcore_loop.h"
 #include "log.h"
+#include "peers.h"
 #include "port.h"
 
 namespace {
@@ -120,8 +123,11 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
     LOG_WARN("port MAC %s differs from configured %s; replies use the configured MAC",
              exo::format_mac(port.mac.addr_bytes).c_str(), exo::format_mac(self.mac.data()).c_str());
 
-  CacheState state(self.capacity);
+  CacheState state(map_capacity_for(self.capacity));
   CpCounters cp;
+  GrpcPeers peers(cluster, self.name);
+  HotList hot(cluster.cache_fill.report_ttl_ms);
+  Filler filler(FillerOptions::from(cluster, self), state, peers, hot, cp);
   auto sum_dp = [&lcores, &lcore_ids] {
     DpCounters sum;
     for (unsigned id : lcore_ids) sum += lcores[id].counters;
@@ -131,7 +137,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
   // gRPC control plane on a normal thread (never an lcore).
   std::promise<std::string> started;
   std::unique_ptr<grpc::Server> server;
-  ControlService service(cluster, self.name, state, cp, sum_dp);
+  ControlService service(cluster, self.name, state, cp, peers, hot, sum_dp);
   std::thread control([&] {
     pin_control_thread(original, lcore_ids);
     prepare_unix_socket(self.grpc);
@@ -143,6 +149,10 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
       started.set_value("cannot serve gRPC on " + self.grpc);
       return;
     }
+    // After the server (REPORTs and 2PC for fetched keys must reach us), from this thread so the
+    // filler threads inherit its CPU set, away from the lcores. Before set_value: main's stop()
+    // cannot overtake it.
+    filler.start();
     started.set_value("");
     server->Wait();
   });
@@ -151,9 +161,10 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
     g_quit = true;
     rc = 1;
   } else {
-    LOG_INFO("%s: port %u mac %s, %zu lcore(s), capacity %u, gRPC %s", self.name.c_str(), port.id,
-             exo::format_mac(self.mac.data()).c_str(), lcore_ids.size(), self.capacity,
-             self.grpc.c_str());
+    LOG_INFO("%s: port %u mac %s, %zu lcore(s), capacity %u, gRPC %s, cache_fill %s",
+             self.name.c_str(), port.id, exo::format_mac(self.mac.data()).c_str(),
+             lcore_ids.size(), self.capacity, self.grpc.c_str(),
+             cluster.cache_fill.enabled ? "on" : "off");
     LoopShared shared;
     shared.port = port.id;
     shared.burst = self.burst;
@@ -165,6 +176,8 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
     rte_eal_mp_remote_launch(lcore_main, &shared, CALL_MAIN);  // returns when g_quit is set
     rte_eal_mp_wait_lcore();
     LOG_INFO("shutting down");
+    peers.cancel_all();  // a waiting RemoveCacheRules must not hold up the exit
+    filler.stop();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
   control.join();

@@ -3,12 +3,14 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "control_service.h"
+#include "wire.h"
 
 namespace {
 
@@ -50,6 +52,7 @@ struct FakeController final : exo::Controller::Service {
   std::mutex mu;
   std::set<uint64_t> rules;
   std::vector<std::pair<uint64_t, bool>> added, removed;  // (hash, entry present then)
+  std::vector<bool> no_wait;  // of every Add/Remove call, in order
   std::map<uint64_t, std::string> key_of;
 
   bool present(uint64_t h) {
@@ -59,6 +62,7 @@ struct FakeController final : exo::Controller::Service {
   grpc::Status AddCacheRules(grpc::ServerContext*, const exo::CacheRulesRequest* req,
                              exo::CacheRulesReply* rep) override {
     std::lock_guard lock(mu);
+    no_wait.push_back(req->no_wait());
     for (const auto& r : req->rules()) {
       EXPECT_EQ(r.cache_node(), "cache0");
       rules.insert(r.key_hash());
@@ -70,6 +74,7 @@ struct FakeController final : exo::Controller::Service {
   grpc::Status RemoveCacheRules(grpc::ServerContext*, const exo::CacheRulesRequest* req,
                                 exo::CacheRulesReply* rep) override {
     std::lock_guard lock(mu);
+    no_wait.push_back(req->no_wait());
     for (const auto& r : req->rules()) {
       rules.erase(r.key_hash());
       removed.emplace_back(r.key_hash(), present(r.key_hash()));
@@ -156,7 +161,11 @@ class ControlServiceTest : public ::testing::Test {
   DpCounters dp_;
   FakeDb db_;
   FakeController ctl_;
-  ControlService svc_{cluster_, "cache0", state_, cp_, [this] { return dp_; }};
+  GrpcPeers peers_{cluster_, "cache0"};
+  HotList hot_{3000};
+  uint64_t now_ms_ = 10'000;
+  ControlService svc_{cluster_, "cache0", state_, cp_, peers_, hot_, [this] { return dp_; },
+                      [this] { return now_ms_; }};
   std::unique_ptr<grpc::Server> server_;
 };
 
@@ -171,6 +180,7 @@ TEST_F(ControlServiceTest, CacheFetchesInsertsThenAddsRules) {
   EXPECT_EQ(state_.map.find("b")->value, "B");
   ASSERT_EQ(ctl_.added.size(), 2u);
   for (auto& [h, present] : ctl_.added) EXPECT_TRUE(present) << "rule requested before insert";
+  EXPECT_EQ(ctl_.no_wait, std::vector<bool>{false}) << "Cache() waits for its rules";
   EXPECT_EQ(db_.evicted, Keys{"missing"});  // db node stops tracking a key we did not cache
   EXPECT_TRUE(state_.fetching.empty());
   EXPECT_EQ(cp_.cached_inserts.load(), 2u);
@@ -307,8 +317,87 @@ TEST_F(ControlServiceTest, DropEntriesListKeysAndStats) {
   EXPECT_EQ(c.at("pending"), 1u);
   for (auto n : {"rx_frames", "tx_frames", "tx_dropped", "ignored", "malformed_dropped", "gets",
                  "forwarded_misses", "requests_served", "cached_inserts", "evictions", "prepares",
-                 "commits", "aborts"})
+                 "commits", "aborts", "reports_received", "reports_rejected", "fill_rounds",
+                 "fill_admitted", "fill_evicted", "fill_fetch_failed", "fill_rule_errors",
+                 "retired", "hot_list_keys", "retiring", "threshold_milli"})
     EXPECT_TRUE(c.count(n)) << n;
+}
+
+TEST_F(ControlServiceTest, StatsGauges) {
+  state_.map.insert("a", "A", nullptr);
+  state_.map.insert("b", "B", nullptr);
+  state_.retiring.insert("a");
+  state_.removing.insert("b");
+  hot_.report("db0", {{"x", 5}, {"y", 4}}, now_ms_);
+  cp_.threshold_milli = 2500;
+  exo::StatsReply st;
+  svc_.Stats(nullptr, nullptr, &st);
+  std::map<std::string, uint64_t> c;
+  for (const auto& x : st.counters()) c[x.name()] = x.value();
+  EXPECT_EQ(c.at("retiring"), 2u);
+  EXPECT_EQ(c.at("hot_list_keys"), 2u);
+  EXPECT_EQ(c.at("threshold_milli"), 2500u);
+}
+
+exo::ReportReply report(ControlService& svc, const std::string& db,
+                        std::vector<std::pair<std::string, double>> keys) {
+  exo::ReportRequest req;
+  req.set_db_node(db);
+  for (auto& [k, r] : keys) {
+    auto* kl = req.add_keys();
+    kl->set_key(k);
+    kl->set_rate(r);
+  }
+  exo::ReportReply rep;
+  EXPECT_TRUE(svc.Report(nullptr, &req, &rep).ok());
+  return rep;
+}
+
+TEST_F(ControlServiceTest, ReportFeedsHotList) {
+  auto rep = report(svc_, "db0", {{"a", 3}, {"b", 9}});
+  EXPECT_TRUE(rep.accepted()) << rep.error();
+  EXPECT_EQ(hot_.snapshot(now_ms_), (std::vector<KeyRate>{{"b", 9}, {"a", 3}}));
+  EXPECT_EQ(cp_.reports_received.load(), 1u);
+  EXPECT_EQ(cp_.reports_rejected.load(), 0u);
+  // Stamped with the service's clock: expires report_ttl_ms later.
+  EXPECT_TRUE(hot_.snapshot(now_ms_ + 3001).empty());
+}
+
+TEST_F(ControlServiceTest, ReportValidation) {
+  auto unknown = report(svc_, "db9", {{"a", 1}});
+  EXPECT_FALSE(unknown.accepted());
+  EXPECT_NE(unknown.error().find("db9"), std::string::npos);
+  EXPECT_FALSE(report(svc_, "db0", {{std::string(exo::wire::kMaxKeyLen + 1, 'k'), 1}}).accepted());
+  EXPECT_FALSE(report(svc_, "db0", {{"", 1}}).accepted());
+  EXPECT_FALSE(report(svc_, "db0", {{"a", std::nan("")}}).accepted());
+  EXPECT_FALSE(report(svc_, "db0", {{"a", -1}}).accepted());
+  EXPECT_TRUE(report(svc_, "db0", {{std::string(exo::wire::kMaxKeyLen, 'k'), 1}}).accepted());
+  EXPECT_EQ(cp_.reports_rejected.load(), 5u);
+  EXPECT_EQ(cp_.reports_received.load(), 1u);
+  EXPECT_EQ(hot_.key_count(), 1u) << "a refused REPORT must not touch the hot list";
+}
+
+TEST_F(ControlServiceTest, CacheSkipsKeysBeingRemovedAndCancelsRetiring) {
+  start_servers();
+  call_cache({"a", "b"});
+  state_.retiring.insert("a");  // the filler retired it; removal not sent yet
+  state_.removing.insert("b");  // removal in flight
+  auto rep = call_cache({"a", "b"});
+  EXPECT_EQ(skipped(rep), Keys{"b"});
+  EXPECT_EQ(rep.done(), 1u);
+  EXPECT_EQ(state_.retiring.count("a"), 0u) << "an explicit Cache() cancels the retirement";
+  EXPECT_EQ(state_.removing.count("b"), 1u);
+}
+
+TEST_F(ControlServiceTest, EvictClearsRetirement) {
+  start_servers();
+  call_cache({"a", "b"});
+  state_.retiring.insert("a");
+  state_.removing.insert("b");
+  auto rep = call_evict({"a", "b"});
+  EXPECT_EQ(rep.done(), 2u);
+  EXPECT_TRUE(state_.retiring.empty());
+  EXPECT_TRUE(state_.removing.empty());
 }
 
 }  // namespace

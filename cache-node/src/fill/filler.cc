@@ -1,0 +1,269 @@
+#include "filler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include "fill/selector.h"
+#include "insert_fetched.h"
+#include "log.h"
+#include "wire.h"
+
+namespace exo::cache {
+
+FillerOptions FillerOptions::from(const Cluster& cluster, const CacheNodeInfo& self) {
+  FillerOptions o;
+  o.cfg = cluster.cache_fill;
+  o.capacity = self.capacity;
+  o.max_kv_bytes = exo::wire::max_kv_bytes(cluster.mtu);
+  return o;
+}
+
+Filler::Filler(FillerOptions opt, CacheState& state, Peers& peers, HotList& hot, CpCounters& cp,
+               Clock clock)
+    : opt_(std::move(opt)), state_(state), peers_(peers), hot_(hot), cp_(cp),
+      clock_(std::move(clock)), hit_rates_(opt_.cfg.hit_ewma_alpha) {}
+
+Filler::~Filler() { stop(); }
+
+void Filler::start() {
+  if (!opt_.cfg.enabled || fill_thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = false;
+  }
+  fill_thread_ = std::thread([this] { fill_loop(); });
+  retire_thread_ = std::thread([this] { retire_loop(); });
+}
+
+void Filler::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (fill_thread_.joinable()) fill_thread_.join();
+  if (retire_thread_.joinable()) retire_thread_.join();
+}
+
+void Filler::fill_loop() {
+  const auto interval = std::chrono::milliseconds(std::max<uint32_t>(opt_.cfg.interval_ms, 1));
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    run_round();
+    lock.lock();
+    cv_.wait_for(lock, interval, [this] { return stop_; });
+  }
+}
+
+void Filler::retire_loop() {
+  // Woken by new victims; the timeout retries removals that failed (their keys are retiring again).
+  const auto interval = std::chrono::milliseconds(std::max<uint32_t>(opt_.cfg.interval_ms, 1));
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, interval, [this] { return stop_ || retire_wanted_; });
+    if (stop_) break;
+    retire_wanted_ = false;
+    lock.unlock();
+    retire_once();
+    lock.lock();
+  }
+}
+
+void Filler::run_round() {
+  const uint64_t now = clock_();
+  ++cp_.fill_rounds;
+  const std::vector<KeyRate> hot = hot_.snapshot(now);
+
+  // One short look at the shared state: hit counters, and the keys that are not "held".
+  std::vector<std::pair<std::string, uint64_t>> hits;
+  std::unordered_set<std::string> retiring;  // retiring and still in the map: may be re-admitted
+  std::unordered_set<std::string> skip;      // fetch or rule removal in flight
+  {
+    std::lock_guard lock(state_.mu);
+    hits.reserve(state_.map.size());
+    state_.map.for_each([&](const LruMap::Entry& e) { hits.emplace_back(e.key, e.hits); });
+    // A retiring key whose entry is gone (a committed DELETE) still has a rule to remove: letting
+    // it be fetched now would race its pending removal.
+    for (const auto& k : state_.retiring) (state_.map.find(k) ? retiring : skip).insert(k);
+    skip.insert(state_.removing.begin(), state_.removing.end());
+    for (const auto& [k, fs] : state_.fetching) skip.insert(k);
+  }
+  std::erase_if(uncacheable_, [&](const auto& kv) { return kv.second <= now; });
+  for (const auto& [k, until] : uncacheable_) skip.insert(k);
+  hit_rates_.sample(hits, now);
+  const std::unordered_map<std::string, uint64_t> in_map(hits.begin(), hits.end());
+  std::unordered_set<std::string> not_held = skip;
+  not_held.insert(retiring.begin(), retiring.end());
+  retry_rules(in_map, not_held);
+
+  std::unordered_map<std::string, double> reported;
+  for (const auto& kr : hot) reported.emplace(kr.key, kr.rate);
+  auto reported_rate = [&](const std::string& k) {
+    auto it = reported.find(k);
+    return it == reported.end() ? 0.0 : it->second;
+  };
+  // A held key's rate is its own hit rate, but its db node may still see its GETs (the rule is
+  // not installed yet, or writes are pending): take the larger, so a key whose rule is still
+  // queued at the controller is not evicted for lack of hits it could not get.
+  auto rate_of = [&](const std::string& k) {
+    return std::max(hit_rates_.rate(k), reported_rate(k));
+  };
+
+  SelectInput in;
+  in.capacity = opt_.capacity;
+  in.min_rate = opt_.cfg.min_rate;
+  in.hysteresis = opt_.cfg.hysteresis;
+  in.skip = std::move(skip);
+  for (const auto& [k, count] : hits)
+    if (!not_held.count(k)) in.held.push_back({k, rate_of(k)});
+  // Candidates: the hot list plus the retiring keys (which compete with what they would have).
+  for (const auto& kr : hot)
+    if (!retiring.count(kr.key)) in.candidates.push_back(kr);
+  for (const auto& k : retiring) in.candidates.push_back({k, rate_of(k)});
+  std::sort(in.candidates.begin(), in.candidates.end(), [](const KeyRate& a, const KeyRate& b) {
+    return a.rate != b.rate ? a.rate > b.rate : a.key < b.key;
+  });
+
+  const Selection sel = select_keys(in);
+  cp_.threshold_milli = static_cast<uint64_t>(std::llround(std::max(sel.threshold, 0.0) * 1000));
+
+  // Victims: marked retiring, served until the retire thread has removed their rules.
+  // Admissions: a retiring key just stays; others are fetched, within the batch limit and the
+  // map's free room (retiring entries occupy room until they are erased).
+  std::vector<KeyRate> to_fetch;
+  size_t marked = 0, cancelled = 0;
+  {
+    std::lock_guard lock(state_.mu);
+    for (const auto& v : sel.evict)
+      if (state_.map.find(v.key) && !state_.removing.count(v.key) &&
+          state_.retiring.insert(v.key).second)
+        ++marked;
+    size_t room = state_.map.capacity() - state_.map.size();
+    for (const auto& a : sel.admit) {
+      if (state_.retiring.erase(a.key)) {
+        ++cancelled;  // its removal was never sent: its rule is still there
+        continue;
+      }
+      if (to_fetch.size() >= opt_.cfg.max_fetch_batch || to_fetch.size() >= room) continue;
+      // A concurrent Cache RPC may have taken the key since the snapshot.
+      if (state_.map.find(a.key) || state_.fetching.count(a.key) || state_.removing.count(a.key))
+        continue;
+      state_.fetching.emplace(a.key, FetchState{});
+      to_fetch.push_back(a);
+    }
+  }
+  cp_.fill_evicted += marked;
+  cp_.fill_admitted += cancelled;
+  if (marked > 0) {
+    {
+      std::lock_guard lock(mu_);
+      retire_wanted_ = true;
+    }
+    cv_.notify_all();
+  }
+  if (!to_fetch.empty()) fetch_and_insert(to_fetch, now);
+}
+
+void Filler::fetch_and_insert(const std::vector<KeyRate>& admit, uint64_t now_ms) {
+  Keys keys;
+  for (const auto& a : admit) keys.push_back(a.key);
+  // FETCH first: from its reply on, the db node two-phase-commits writes to these keys with us.
+  const FetchResult got = peers_.fetch(keys);
+  if (!got.error.empty()) LOG_WARN("fill: %s", got.error.c_str());
+  InsertOutcome o;
+  {
+    std::lock_guard lock(state_.mu);
+    o = insert_fetched(state_, keys, got, opt_.max_kv_bytes);
+  }
+  cp_.fill_fetch_failed += o.failed.size();  // still hot: selected and fetched again next round
+  cp_.fill_admitted += o.inserted.size();
+  cp_.evictions += o.evicted.size();
+
+  // The values are in the map: now the switch may send GETs here, hottest first.
+  const std::unordered_set<std::string> inserted(o.inserted.begin(), o.inserted.end());
+  std::vector<KeyRate> rules;
+  for (const auto& a : admit)
+    if (inserted.count(a.key)) {
+      rules.push_back(a);
+      hit_rates_.admitted(a.key, a.rate, now_ms);
+    }
+  if (!rules.empty())
+    if (std::string e = peers_.add_rules(rules, /*no_wait=*/true); !e.empty()) {
+      ++cp_.fill_rule_errors;
+      LOG_WARN("fill: %s", e.c_str());
+      for (const auto& r : rules) unruled_[r.key] = r.rate;  // retried next round
+    }
+  // LRU victims only when a concurrent Cache RPC filled the map: their entries are gone already,
+  // so a GET still routed here is forwarded; queue the removal without waiting.
+  if (!o.evicted.empty())
+    if (std::string e = peers_.remove_rules(o.evicted, /*no_wait=*/true); !e.empty()) {
+      ++cp_.fill_rule_errors;
+      LOG_WARN("fill: %s", e.c_str());
+    }
+  // Not found (or too big): the db node marked them cached on FETCH and should stop tracking.
+  for (const auto& k : o.not_cached) uncacheable_[k] = now_ms + opt_.cfg.report_ttl_ms;
+  Keys untrack = o.not_cached;
+  untrack.insert(untrack.end(), o.evicted.begin(), o.evicted.end());
+  if (!untrack.empty())
+    if (std::string e = peers_.evict(untrack); !e.empty()) LOG_WARN("fill: %s", e.c_str());
+}
+
+void Filler::retry_rules(const std::unordered_map<std::string, uint64_t>& in_map,
+                         const std::unordered_set<std::string>& not_held) {
+  std::erase_if(unruled_, [&](const auto& kv) {
+    return !in_map.count(kv.first) || not_held.count(kv.first);
+  });
+  if (unruled_.empty()) return;
+  std::vector<KeyRate> rules;
+  for (const auto& [k, r] : unruled_) rules.push_back({k, r});
+  std::sort(rules.begin(), rules.end(), [](const KeyRate& a, const KeyRate& b) {
+    return a.rate != b.rate ? a.rate > b.rate : a.key < b.key;
+  });
+  if (std::string e = peers_.add_rules(rules, /*no_wait=*/true); !e.empty()) {
+    ++cp_.fill_rule_errors;
+    LOG_WARN("fill: retry: %s", e.c_str());
+    return;
+  }
+  unruled_.clear();
+}
+
+bool Filler::retire_once() {
+  Keys batch;
+  {
+    std::lock_guard lock(state_.mu);
+    batch.assign(state_.retiring.begin(), state_.retiring.end());
+    state_.removing.insert(batch.begin(), batch.end());
+    state_.retiring.clear();
+  }
+  if (batch.empty()) return true;
+  std::sort(batch.begin(), batch.end());
+  // Wait for the switch: until the rule is gone, GETs may still arrive and must be served.
+  if (std::string e = peers_.remove_rules(batch, /*no_wait=*/false); !e.empty()) {
+    ++cp_.fill_rule_errors;
+    LOG_WARN("retire: %s (retrying)", e.c_str());
+    std::lock_guard lock(state_.mu);
+    for (const auto& k : batch)
+      if (state_.removing.erase(k)) state_.retiring.insert(k);  // removal is idempotent
+    return false;
+  }
+  Keys gone;
+  size_t erased = 0;
+  {
+    std::lock_guard lock(state_.mu);
+    for (const auto& k : batch) {
+      // Not in `removing` any more: an LRU insert or Evict RPC already took care of it.
+      if (!state_.removing.erase(k)) continue;
+      if (state_.map.erase(k)) ++erased;
+      gone.push_back(k);
+    }
+  }
+  cp_.retired += erased;
+  // Only now may the db node stop two-phase-committing these keys with us.
+  if (gone.empty()) return true;
+  if (std::string e = peers_.evict(gone); !e.empty()) LOG_WARN("retire: %s", e.c_str());
+  return true;
+}
+
+}  // namespace exo::cache

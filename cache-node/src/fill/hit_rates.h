@@ -1,0 +1,39 @@
+// The cache node's own request rate per held key (docs/cache-fill.md 2): once a key is cached its
+// db node stops seeing GETs for it, so its rate must come from the map's hit counter. An EWMA of
+// hits/s, sampled once per selection round. Used by the filler thread only: not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace exo::cache {
+
+class HitRates {
+ public:
+  explicit HitRates(double alpha) : alpha_(alpha) {}
+
+  // A key the filler just inserted (hit counter 0 at now_ms) starts at its reported rate, so it
+  // is not evicted before its rule has had a chance to bring it traffic.
+  void admitted(const std::string& key, double rate, uint64_t now_ms);
+
+  // One sample per round: (key, LruMap::Entry::hits) of every entry in the map. Keys not in
+  // `hits` are forgotten. A key seen for the first time without admitted() starts at 0.
+  void sample(const std::vector<std::pair<std::string, uint64_t>>& hits, uint64_t now_ms);
+
+  double rate(const std::string& key) const;  // 0 for unknown keys
+  size_t size() const { return keys_.size(); }
+
+ private:
+  struct State {
+    uint64_t hits = 0;  // counter at the last sample
+    uint64_t ms = 0;    // time of the last sample
+    double rate = 0;
+  };
+  const double alpha_;
+  std::unordered_map<std::string, State> keys_;
+};
+
+}  // namespace exo::cache

@@ -1,0 +1,161 @@
+// gRPC implementation of Peers: DbNode.Fetch/Evict grouped by owning db node, Controller
+// Add/RemoveCacheRules for this cache node.
+#include "peers.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <map>
+
+#include "lru_map.h"
+
+namespace exo::cache {
+namespace {
+
+// Db node calls and queued (no_wait) rule changes answer quickly.
+constexpr auto kRpcDeadline = std::chrono::seconds(2);
+// A waiting rule change is paced by the controller's rate limit (switch.rule_update_rate), so a
+// batch of a few hundred rules legitimately takes seconds.
+constexpr auto kRuleWaitDeadline = std::chrono::seconds(10);
+
+void append(std::string& err, const std::string& e) {
+  if (!e.empty()) err += (err.empty() ? "" : "; ") + e;
+}
+
+}  // namespace
+
+// One outgoing RPC's context, registered so cancel_all() can reach it.
+class GrpcPeers::Call {
+ public:
+  template <typename Duration>
+  Call(GrpcPeers& p, Duration deadline) : p_(p) {
+    ctx_.set_deadline(std::chrono::system_clock::now() + deadline);
+    std::lock_guard lock(p_.mu_);
+    if (p_.cancelled_) ctx_.TryCancel();  // the RPC then fails at once with CANCELLED
+    p_.live_.insert(&ctx_);
+  }
+  ~Call() {
+    std::lock_guard lock(p_.mu_);
+    p_.live_.erase(&ctx_);
+  }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+  grpc::ClientContext* ctx() { return &ctx_; }
+
+ private:
+  GrpcPeers& p_;
+  grpc::ClientContext ctx_;
+};
+
+GrpcPeers::GrpcPeers(const Cluster& cluster, std::string self_name)
+    : cluster_(cluster), name_(std::move(self_name)) {}
+
+void GrpcPeers::cancel_all() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  for (auto* ctx : live_) ctx->TryCancel();
+}
+
+exo::DbNode::Stub& GrpcPeers::db_stub(uint32_t index) {
+  std::lock_guard lock(mu_);
+  if (db_stubs_.size() < cluster_.db_nodes.size()) db_stubs_.resize(cluster_.db_nodes.size());
+  auto& s = db_stubs_.at(index);
+  if (!s)
+    s = exo::DbNode::NewStub(
+        grpc::CreateChannel(cluster_.db_nodes[index].grpc, grpc::InsecureChannelCredentials()));
+  return *s;
+}
+
+exo::Controller::Stub& GrpcPeers::controller_stub() {
+  std::lock_guard lock(mu_);
+  if (!controller_)
+    controller_ = exo::Controller::NewStub(
+        grpc::CreateChannel(cluster_.controller_grpc, grpc::InsecureChannelCredentials()));
+  return *controller_;
+}
+
+namespace {
+
+// Splits keys into one request per owning db node (index into cluster.db_nodes).
+template <typename Request>
+std::map<uint32_t, Request> by_owner(const Cluster& cluster, const std::string& self,
+                                     const Keys& keys) {
+  std::map<uint32_t, Request> out;
+  for (const auto& k : keys) {
+    Request& req = out[cluster.owner_index(LruMap::hash_of(k))];
+    req.add_keys(k);
+    req.set_cache_node(self);
+  }
+  return out;
+}
+
+}  // namespace
+
+FetchResult GrpcPeers::fetch(const Keys& keys) {
+  FetchResult out;
+  for (auto& [idx, req] : by_owner<FetchRequest>(cluster_, name_, keys)) {
+    FetchReply rep;
+    Call call(*this, kRpcDeadline);
+    const grpc::Status st = db_stub(idx).Fetch(call.ctx(), req, &rep);
+    if (!st.ok()) {
+      append(out.error, cluster_.db_nodes[idx].name + ".Fetch: " + st.error_message());
+      out.failed.insert(out.failed.end(), req.keys().begin(), req.keys().end());
+      continue;
+    }
+    for (const auto& v : rep.values())
+      if (v.found()) out.found.emplace_back(v.key(), v.value());
+  }
+  return out;
+}
+
+std::string GrpcPeers::evict(const Keys& keys) {
+  std::string err;
+  for (auto& [idx, req] : by_owner<EvictRequest>(cluster_, name_, keys)) {
+    EvictReply rep;
+    Call call(*this, kRpcDeadline);
+    const grpc::Status st = db_stub(idx).Evict(call.ctx(), req, &rep);
+    if (!st.ok()) append(err, cluster_.db_nodes[idx].name + ".Evict: " + st.error_message());
+  }
+  return err;
+}
+
+std::string GrpcPeers::change_rules(const std::vector<KeyRate>& keys, bool add, bool no_wait) {
+  if (keys.empty()) return "";
+  CacheRulesRequest req;
+  req.set_no_wait(no_wait);
+  for (const auto& k : keys) {
+    auto* r = req.add_rules();
+    r->set_key_hash(LruMap::hash_of(k.key));
+    r->set_cache_node(name_);
+    r->set_load(k.rate);
+  }
+  CacheRulesReply rep;
+  Call call(*this, no_wait ? kRpcDeadline : kRuleWaitDeadline);
+  auto& stub = controller_stub();
+  const grpc::Status st = add ? stub.AddCacheRules(call.ctx(), req, &rep)
+                              : stub.RemoveCacheRules(call.ctx(), req, &rep);
+  const char* what = add ? "Controller.AddCacheRules" : "Controller.RemoveCacheRules";
+  if (!st.ok()) return std::string(what) + ": " + st.error_message();
+  if (rep.rejected() > 0)
+    return std::string(what) + ": " + std::to_string(rep.rejected()) + " rejected: " + rep.error();
+  // A waiting call can end (deadline) while some changes are still queued at the controller:
+  // those count as neither accepted nor rejected. Not confirmed is not done.
+  const auto settled = static_cast<size_t>(rep.accepted()) + rep.rejected();
+  if (settled < keys.size())
+    return std::string(what) + ": " + std::to_string(keys.size() - settled) +
+           " not confirmed by the switch yet (still queued)";
+  return "";
+}
+
+std::string GrpcPeers::add_rules(const std::vector<KeyRate>& keys, bool no_wait) {
+  return change_rules(keys, /*add=*/true, no_wait);
+}
+
+std::string GrpcPeers::remove_rules(const Keys& keys, bool no_wait) {
+  std::vector<KeyRate> rules;
+  rules.reserve(keys.size());
+  for (const auto& k : keys) rules.push_back({k, 0});
+  return change_rules(rules, /*add=*/false, no_wait);
+}
+
+}  // namespace exo::cache

@@ -1,0 +1,70 @@
+// The cache node's outgoing RPCs (db nodes and controller) behind one small interface, so the
+// Cache/Evict RPCs and the filler share them and tests can substitute a fake.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cluster.h"
+#include "exoproto/control.grpc.pb.h"
+#include "key_rate.h"
+
+namespace exo::cache {
+
+using Keys = std::vector<std::string>;
+
+struct FetchResult {
+  std::vector<std::pair<std::string, std::string>> found;  // (key, value) of keys that exist
+  Keys failed;        // keys whose db node could not be asked (RPC failed)
+  std::string error;  // "" when every db node answered
+};
+
+class Peers {
+ public:
+  virtual ~Peers() = default;
+  // DbNode.Fetch grouped by owner: from now on the db nodes propagate writes to these keys to us.
+  virtual FetchResult fetch(const Keys& keys) = 0;
+  // DbNode.Evict grouped by owner: the db nodes stop propagating writes to us. "" or an error.
+  virtual std::string evict(const Keys& keys) = 0;
+  // Controller.AddCacheRules / RemoveCacheRules for this node. no_wait=false waits for the
+  // switch to confirm. "" on success, else an error (RPC failure or rejected rules).
+  virtual std::string add_rules(const std::vector<KeyRate>& keys, bool no_wait) = 0;
+  virtual std::string remove_rules(const Keys& keys, bool no_wait) = 0;
+};
+
+// The real peers over gRPC. Channels are created lazily (a peer may start after us). Every RPC
+// has a deadline; failures become error strings. Thread-safe.
+class GrpcPeers final : public Peers {
+ public:
+  GrpcPeers(const Cluster& cluster, std::string self_name);
+
+  FetchResult fetch(const Keys& keys) override;
+  std::string evict(const Keys& keys) override;
+  std::string add_rules(const std::vector<KeyRate>& keys, bool no_wait) override;
+  std::string remove_rules(const Keys& keys, bool no_wait) override;
+
+  // Cancels the RPCs in flight and fails later ones at once, so threads blocked in a waiting
+  // RemoveCacheRules return promptly on shutdown.
+  void cancel_all();
+
+ private:
+  class Call;  // a ClientContext registered for cancel_all()
+  exo::DbNode::Stub& db_stub(uint32_t index);
+  exo::Controller::Stub& controller_stub();
+  std::string change_rules(const std::vector<KeyRate>& keys, bool add, bool no_wait);
+
+  const Cluster& cluster_;
+  const std::string name_;
+
+  std::mutex mu_;  // guards the stubs and the live calls
+  std::vector<std::unique_ptr<exo::DbNode::Stub>> db_stubs_;
+  std::unique_ptr<exo::Controller::Stub> controller_;
+  std::set<grpc::ClientContext*> live_;
+  bool cancelled_ = false;
+};
+
+}  // namespace exo::cache

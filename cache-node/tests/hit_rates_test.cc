@@ -1,0 +1,55 @@
+// HitRates: EWMA of hits/s per held key, seeded at admission, forgetting dropped keys.
+#include <gtest/gtest.h>
+
+#include "fill/hit_rates.h"
+
+namespace {
+
+using exo::cache::HitRates;
+
+TEST(HitRates, EwmaOfHitsPerSecond) {
+  HitRates r(0.5);
+  r.sample({{"a", 0}}, 1000);  // first sight: a baseline only
+  EXPECT_EQ(r.rate("a"), 0);
+  r.sample({{"a", 100}}, 2000);  // 100/s: 0.5*100 + 0.5*0
+  EXPECT_DOUBLE_EQ(r.rate("a"), 50);
+  r.sample({{"a", 150}}, 2500);  // 50 hits in 0.5 s = 100/s
+  EXPECT_DOUBLE_EQ(r.rate("a"), 75);
+  r.sample({{"a", 150}}, 3500);  // no hits
+  EXPECT_DOUBLE_EQ(r.rate("a"), 37.5);
+}
+
+TEST(HitRates, AdmittedKeyStartsAtItsReportedRate) {
+  HitRates r(0.3);
+  r.admitted("n", 200, 1000);
+  EXPECT_DOUBLE_EQ(r.rate("n"), 200);
+  r.sample({{"n", 10}}, 1100);  // 10 hits in 100 ms = 100/s, counted from the insert
+  EXPECT_DOUBLE_EQ(r.rate("n"), 0.3 * 100 + 0.7 * 200);
+}
+
+TEST(HitRates, ForgetsKeysNoLongerHeld) {
+  HitRates r(0.5);
+  r.admitted("a", 10, 0);
+  r.admitted("b", 20, 0);
+  r.sample({{"b", 0}}, 100);
+  EXPECT_EQ(r.rate("a"), 0);
+  EXPECT_EQ(r.size(), 1u);
+  // Back again (re-inserted): a new baseline, not the old rate.
+  r.sample({{"a", 7}, {"b", 0}}, 200);
+  EXPECT_EQ(r.rate("a"), 0);
+}
+
+TEST(HitRates, CounterResetAndNoElapsedTime) {
+  HitRates r(1.0);
+  r.sample({{"a", 500}}, 0);
+  r.sample({{"a", 600}}, 1000);
+  EXPECT_DOUBLE_EQ(r.rate("a"), 100);
+  r.sample({{"a", 700}}, 1000);  // same instant: no measurement
+  EXPECT_DOUBLE_EQ(r.rate("a"), 100);
+  r.sample({{"a", 700}}, 2000);  // 100 hits since the last measurement at t=1000 (600 -> 700)
+  EXPECT_DOUBLE_EQ(r.rate("a"), 100);
+  r.sample({{"a", 30}}, 3000);  // erased and re-inserted: counts from 0
+  EXPECT_DOUBLE_EQ(r.rate("a"), 30);
+}
+
+}  // namespace
