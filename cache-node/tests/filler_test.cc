@@ -2,6 +2,8 @@
 // plus one test of the real threads.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -199,9 +201,9 @@ TEST_F(FillerTest, HotSetSwapRetiresOldKeysRuleFirstThenEraseThenEvict) {
   EXPECT_EQ(st().map.size(), 4u) << "retiring entries keep their room until removed";
   EXPECT_EQ(peers_.log, (std::vector<std::string>{"fetch c d", "add c d"}))
       << "nothing removed by the fill thread itself";
-  // Threshold: the last victim's rate. Seeded 100 and 90, decayed by one empty sample
-  // (alpha 0.3): b at 63 goes first, then a at 70.
-  EXPECT_EQ(cp_.threshold_milli.load(), 70'000u);
+  // Threshold: the last victim's rate. Seeded 100 and 90, decayed by one empty 100 ms sample
+  // (alpha 0.3 per second: weight 1 - 0.7^0.1): b at ~86.8 goes first, then a at ~96.5.
+  EXPECT_NEAR(static_cast<double>(cp_.threshold_milli.load()), 100'000 * std::pow(0.7, 0.1), 2);
 
   EXPECT_TRUE(filler_->retire_once());
   EXPECT_EQ(peers_.log,

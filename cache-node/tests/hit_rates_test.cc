@@ -1,6 +1,8 @@
 // HitRates: EWMA of hits/s per held key, seeded at admission, forgetting dropped keys.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fill/hit_rates.h"
 
 namespace {
@@ -13,10 +15,12 @@ TEST(HitRates, EwmaOfHitsPerSecond) {
   EXPECT_EQ(r.rate("a"), 0);
   r.sample({{"a", 100}}, 2000);  // 100/s: 0.5*100 + 0.5*0
   EXPECT_DOUBLE_EQ(r.rate("a"), 50);
-  r.sample({{"a", 150}}, 2500);  // 50 hits in 0.5 s = 100/s
-  EXPECT_DOUBLE_EQ(r.rate("a"), 75);
-  r.sample({{"a", 150}}, 3500);  // no hits
-  EXPECT_DOUBLE_EQ(r.rate("a"), 37.5);
+  r.sample({{"a", 150}}, 2500);  // 50 hits in 0.5 s = 100/s, weighted 1-(1-0.5)^0.5
+  const double a = 1 - std::sqrt(0.5);
+  EXPECT_DOUBLE_EQ(r.rate("a"), a * 100 + (1 - a) * 50);
+  const double before = r.rate("a");
+  r.sample({{"a", 150}}, 3500);  // no hits for one second
+  EXPECT_DOUBLE_EQ(r.rate("a"), 0.5 * before);
 }
 
 TEST(HitRates, AdmittedKeyStartsAtItsReportedRate) {
@@ -24,7 +28,8 @@ TEST(HitRates, AdmittedKeyStartsAtItsReportedRate) {
   r.admitted("n", 200, 1000);
   EXPECT_DOUBLE_EQ(r.rate("n"), 200);
   r.sample({{"n", 10}}, 1100);  // 10 hits in 100 ms = 100/s, counted from the insert
-  EXPECT_DOUBLE_EQ(r.rate("n"), 0.3 * 100 + 0.7 * 200);
+  const double a = 1 - std::pow(0.7, 0.1);
+  EXPECT_DOUBLE_EQ(r.rate("n"), a * 100 + (1 - a) * 200);
 }
 
 TEST(HitRates, ForgetsKeysNoLongerHeld) {
@@ -50,6 +55,17 @@ TEST(HitRates, CounterResetAndNoElapsedTime) {
   EXPECT_DOUBLE_EQ(r.rate("a"), 100);
   r.sample({{"a", 30}}, 3000);  // erased and re-inserted: counts from 0
   EXPECT_DOUBLE_EQ(r.rate("a"), 30);
+}
+
+TEST(HitRates, TimeConstantDoesNotDependOnTheRoundLength) {
+  // Ten 100 ms rounds of silence decay a rate exactly as much as one 1 s round.
+  HitRates fine(0.5), coarse(0.5);
+  fine.admitted("k", 100, 0);
+  coarse.admitted("k", 100, 0);
+  for (uint64_t t = 100; t <= 1000; t += 100) fine.sample({{"k", 0}}, t);
+  coarse.sample({{"k", 0}}, 1000);
+  EXPECT_NEAR(fine.rate("k"), 50, 1e-9);
+  EXPECT_NEAR(coarse.rate("k"), 50, 1e-9);
 }
 
 }  // namespace

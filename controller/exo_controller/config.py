@@ -57,6 +57,7 @@ class HotKeysSection(_Strict):
     """Db nodes: sampled Space-Saving hot-key detection and REPORTs (thesis 3.5.1, docs/cache-fill.md)."""
     top_k: int = Field(256, ge=1, le=100_000, description="k: counters per Space-Saving estimator (one estimator per time segment).")
     sample_rate: float = Field(0.0625, gt=0, le=1, description="Share of GETs that update the estimator (1/16).")
+    confidence_z: float = Field(1.0, ge=0, le=5, description="Rates are reported as a lower confidence bound, rate * (1 - z/sqrt(samples)), so a key sampled once or twice (noise) is not reported; 0 reports the plain estimate.")
     segment_ms: int = Field(1000, ge=10, description="Length of one time segment; a new estimator starts every segment.")
     segments: int = Field(4, ge=1, le=64, description="Segments kept (the current one included).")
     weights: list[float] = Field([8.0, 4.0, 2.0, 1.0], description="Weight of each segment's rate, most recent first; one per segment. The current, partly filled segment's weight is scaled by how full it is.")
@@ -80,7 +81,7 @@ class CacheFillSection(_Strict):
     min_rate: float = Field(1.0, ge=0, description="Requests/s a key needs before it is worth a switch rule.")
     hysteresis: float = Field(0.1, ge=0, description="A key replaces a cached one only if its rate is (1 + hysteresis) times higher.")
     report_ttl_ms: int = Field(3000, ge=10, description="A reported key not reported again within this time is dropped from the hot list.")
-    hit_ewma_alpha: float = Field(0.3, gt=0, le=1, description="EWMA weight of the newest hit-rate sample of a cached key.")
+    hit_ewma_alpha: float = Field(0.5, gt=0, le=1, description="EWMA weight of one second of hit-rate samples of a cached key (a 100 ms round weighs 1-(1-alpha)^0.1).")
     max_fetch_batch: int = Field(256, ge=1, description="Keys fetched per selection round (bounds a round's duration).")
 
 

@@ -112,6 +112,9 @@ class RuleUpdater:
         self.flow_mods_sent = 0
         self.flow_mods_refused = 0
         self.max_per_s = 0
+        # Largest Ruleset 2 the switch may have held: installed plus new adds in flight (the
+        # switch may apply them before their barrier reply reaches us).
+        self.ruleset2_peak = 0
 
     @classmethod
     def from_config(cls, cfg) -> "RuleUpdater":
@@ -294,6 +297,7 @@ class RuleUpdater:
                     port = self._ports[owner]
                     it = _Item(ADD_RULE, h, port, self._adds.pop(h), h not in self.installed)
                     self._new_inflight += it.new
+                    self.ruleset2_peak = max(self.ruleset2_peak, len(self.installed) + self._new_inflight)
                     fm = cache_flowmod(h, port, ADD)
                 else:
                     h = next(dels, None)
@@ -367,7 +371,8 @@ class RuleUpdater:
             "rule_deletes_queued": len(self._dels),
             "ruleset2_desired": len(self.book),
             "ruleset2_installed": len(self.installed),
-            "ruleset2_max": self.capacity,
+            "ruleset2_max": self.ruleset2_peak,
+            "ruleset2_capacity": self.capacity,
             "rule_updates_last_1s": len(self._sends),
             "rule_updates_per_s_max": self.max_per_s,
             "flow_mods_sent": self.flow_mods_sent,

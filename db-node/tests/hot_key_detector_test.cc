@@ -14,6 +14,7 @@ HotKeysConfig three_segments() {
   HotKeysConfig c;
   c.top_k = 10;
   c.sample_rate = 0.5;
+  c.confidence_z = 0;  // exact figures; the bound has its own test
   c.segment_ms = 1000;
   c.segments = 3;
   c.weights = {4, 2, 1};
@@ -140,6 +141,7 @@ TEST(HotKeyDetector, APartialCurrentSegmentCannotSwingTheEstimate) {
 TEST(HotKeyDetector, ANewHotKeyOvertakesTheOldOneWithinOneSegment) {
   HotKeysConfig c;  // defaults: 4 segments of 1000 ms, weights 8:4:2:1
   c.sample_rate = 1;
+  c.confidence_z = 0;
   HotKeyDetector d(c, 0);
   for (uint64_t t = 0; t < 4000; t += 10) d.observe("old", t);  // 100/s for four segments
   uint64_t overtaken_at = 0;
@@ -171,6 +173,33 @@ TEST(HotKeyDetector, ConcurrentObserversLoseNoSample) {
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(d.sampled(100), 20000u);
+}
+
+}  // namespace
+}  // namespace exo::db
+
+namespace exo::db {
+namespace {
+
+TEST(HotKeyDetector, RatesAreALowerConfidenceBound) {
+  // One segment, p = 1: a key seen once is not reported at all at z = 1; one seen 100 times is
+  // reported at 90% of its estimate, one seen 4 times at 50%.
+  HotKeysConfig c;
+  c.sample_rate = 1;
+  c.segments = 2;  // queried at 1000 ms: the just-started segment weighs 0, the full one counts
+  c.weights = {1, 1};
+  c.segment_ms = 1000;
+  c.confidence_z = 1;
+  HotKeyDetector d(c, 0);
+  d.observe("once", 0);
+  for (int i = 0; i < 4; ++i) d.observe("four", 0);
+  for (int i = 0; i < 100; ++i) d.observe("hundred", 0);
+  const auto top = d.hottest(10, 1000);  // one full 1 s segment: rate = count
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].key, "hundred");
+  EXPECT_NEAR(top[0].rate, 90, 1e-9);
+  EXPECT_EQ(top[1].key, "four");
+  EXPECT_NEAR(top[1].rate, 2, 1e-9);
 }
 
 }  // namespace

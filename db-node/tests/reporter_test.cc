@@ -46,6 +46,7 @@ HotKeysConfig small_config() {
   HotKeysConfig cfg;
   cfg.top_k = 20;
   cfg.sample_rate = 1;
+  cfg.confidence_z = 0;  // exact figures; the bound has its own test
   cfg.segment_ms = 1000;
   cfg.segments = 2;
   cfg.weights = {2, 1};

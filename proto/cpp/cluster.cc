@@ -42,6 +42,7 @@ void fill_node(const json& j, NodeInfo& n, const std::string& where) {
 void load_hot_keys(const json& j, HotKeysConfig& h, const std::string& where) {
   h.top_k = field<uint32_t>(j, "top_k", where);
   h.sample_rate = field<double>(j, "sample_rate", where);
+  if (j.contains("confidence_z")) h.confidence_z = field<double>(j, "confidence_z", where);
   h.segment_ms = field<uint32_t>(j, "segment_ms", where);
   h.segments = field<uint32_t>(j, "segments", where);
   h.weights = field<std::vector<double>>(j, "weights", where);
@@ -50,6 +51,7 @@ void load_hot_keys(const json& j, HotKeysConfig& h, const std::string& where) {
   h.report_keys = field<uint32_t>(j, "report_keys", where);
   if (h.top_k == 0) throw ClusterError(where + ".top_k: must be >= 1");
   if (!(h.sample_rate > 0 && h.sample_rate <= 1)) throw ClusterError(where + ".sample_rate: must be in (0, 1]");
+  if (h.confidence_z < 0) throw ClusterError(where + ".confidence_z: must be >= 0");
   if (h.segments == 0 || h.segment_ms == 0) throw ClusterError(where + ".segments: must be >= 1");
   if (h.weights.size() != h.segments)
     throw ClusterError(where + ".weights: needs one entry per segment (" + std::to_string(h.segments) + ")");

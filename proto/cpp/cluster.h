@@ -46,6 +46,7 @@ struct DbNodeInfo : NodeInfo {
 struct HotKeysConfig {
   uint32_t top_k = 256;
   double sample_rate = 0.0625;
+  double confidence_z = 1.0;  // rates reported as rate * (1 - z / sqrt(samples))
   uint32_t segment_ms = 1000;
   uint32_t segments = 4;
   std::vector<double> weights{8, 4, 2, 1};  // most recent segment first; size == segments
@@ -61,7 +62,7 @@ struct CacheFillConfig {
   double min_rate = 1.0;
   double hysteresis = 0.1;
   uint32_t report_ttl_ms = 3000;
-  double hit_ewma_alpha = 0.3;
+  double hit_ewma_alpha = 0.5;
   uint32_t max_fetch_batch = 256;
 };
 

@@ -118,8 +118,11 @@ def test_cache_fills_itself_and_follows_a_hot_set_swap(fill_cluster):
         def tick(phase: str) -> float:
             time.sleep(max(0.0, 1.0 - (time.monotonic() - t0) % 1.0))
             share, gets = meter.sample()
+            ctl = cl.stubs.controller_stats()
             timeline.append({"t_s": round(time.monotonic() - t0, 1), "phase": phase,
-                             "share_from_cache": round(share, 3), "gets": gets})
+                             "share_from_cache": round(share, 3), "gets": gets,
+                             "rule_updates_last_1s": ctl["rule_updates_last_1s"],
+                             "ruleset2": ctl["ruleset2_installed"]})
             return share
 
         try:

@@ -241,7 +241,8 @@ def test_stats_and_grpc(app):
     counters = {c.name: c.value for c in stats.counters}
     static = 1 + 6 + 1 + 256
     assert counters["flow_mods_sent"] == static + 3
-    assert counters["ruleset2_installed"] == 1 and counters["ruleset2_max"] == 100
+    assert counters["ruleset2_installed"] == 1 and counters["ruleset2_max"] == 2
+    assert counters["ruleset2_capacity"] == 100
     assert counters["rule_adds_queued"] == counters["rule_deletes_queued"] == counters["static_pending"] == 0
     assert counters["rule_updates_last_1s"] == static + 3 and counters["switch_connects"] == 1
     assert counters["flow_mods_refused"] == 0 and counters["switch_connected"] == 1

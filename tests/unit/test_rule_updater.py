@@ -307,7 +307,8 @@ def test_metrics():
     sim.add(range(1, 21))
     sim.run(until=1.0)
     m = sim.u.metrics(sim.now)
-    assert m["ruleset2_max"] == 50
+    assert m["ruleset2_capacity"] == 50
+    assert m["ruleset2_max"] == m["ruleset2_installed"]  # still growing: the peak is now
     assert m["flow_mods_sent"] == len(sim.sw.log) == m["ruleset2_installed"] + 1  # + the flush
     assert m["rule_adds_queued"] == 20 - m["ruleset2_installed"] > 0
     assert 1 <= m["rule_updates_last_1s"] <= 10 and m["rule_updates_per_s_max"] <= 10
@@ -315,6 +316,7 @@ def test_metrics():
     sim.run()
     m = sim.u.metrics(sim.now)
     assert (m["ruleset2_installed"], m["rule_adds_queued"], m["rule_deletes_queued"]) == (15, 0, 0)
+    assert m["ruleset2_max"] == 20  # the peak before the five deletes
     assert m["flow_mods_sent"] == 26 and m["rule_updates_per_s_max"] == 10 and m["static_pending"] == 0
     assert sim.u.metrics(sim.now + 5)["rule_updates_last_1s"] == 0
 

@@ -1,5 +1,6 @@
 #include "hit_rates.h"
 
+#include <cmath>
 #include <unordered_set>
 
 namespace exo::cache {
@@ -19,7 +20,11 @@ void HitRates::sample(const std::vector<std::pair<std::string, uint64_t>>& hits,
     // A counter that went down means the entry was erased and inserted again: count from 0.
     const uint64_t delta = count >= s.hits ? count - s.hits : count;
     const double inst = static_cast<double>(delta) * 1000.0 / static_cast<double>(now_ms - s.ms);
-    s.rate = alpha_ * inst + (1 - alpha_) * s.rate;
+    // alpha_ is the weight of a one-second sample; a round of dt seconds gets the weight that
+    // keeps the time constant independent of the round length (interval_ms).
+    const double dt_s = static_cast<double>(now_ms - s.ms) / 1000.0;
+    const double a = 1 - std::pow(1 - alpha_, dt_s);
+    s.rate = a * inst + (1 - a) * s.rate;
     s.hits = count;
     s.ms = now_ms;
   }

@@ -1,6 +1,9 @@
 // The cache node's own request rate per held key (docs/cache-fill.md 2): once a key is cached its
 // db node stops seeing GETs for it, so its rate must come from the map's hit counter. An EWMA of
-// hits/s, sampled once per selection round. Used by the filler thread only: not thread-safe.
+// hits/s, sampled once per selection round, with `alpha` the weight of one second's worth of
+// samples (so a 100 ms round weighs 1-(1-alpha)^0.1): low-rate keys see only a few hits per
+// round, and a per-round EWMA of them would swing below min_rate and evict them on noise.
+// Used by the filler thread only: not thread-safe.
 #pragma once
 
 #include <cstdint>

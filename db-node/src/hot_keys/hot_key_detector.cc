@@ -1,12 +1,14 @@
 #include "hot_keys/hot_key_detector.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace exo::db {
 
 HotKeyDetector::HotKeyDetector(const HotKeysConfig& cfg, uint64_t now_ms)
     : sample_rate_(cfg.sample_rate),
+      confidence_z_(cfg.confidence_z),
       segment_ms_(std::max<uint64_t>(cfg.segment_ms, 1)),
       weights_(cfg.weights),
       current_start_ms_(now_ms) {
@@ -69,13 +71,31 @@ std::vector<KeyRate> HotKeyDetector::hottest(size_t n, uint64_t now_ms) {
     weight_sum += w;
     const double per_sample = w / (sample_rate_ * len_s);
     segments_[(current_ + segments_.size() - age) % segments_.size()].for_each(
-        [&](std::string_view key, uint64_t count, uint64_t) {
-          scratch_[key] += per_sample * static_cast<double>(count);
+        // The guaranteed count (count - error), not the estimate: a key that has just taken
+        // over an evicted key's counter inherits that count as its error, and reporting it
+        // would let every newcomer look as hot as the coldest tracked key. With a skewed
+        // stream the hot keys' errors are small, so they lose little; the tail stops churning
+        // the cache (and the switch's 50 rule updates/s) on sampling noise.
+        [&](std::string_view key, uint64_t count, uint64_t error) {
+          if (count <= error) return;
+          Acc& acc = scratch_[key];
+          acc.weighted += per_sample * static_cast<double>(count - error);
+          acc.samples += count - error;
         });
   }
   if (weight_sum <= 0 || n == 0) return {};
 
-  std::vector<std::pair<std::string_view, double>> all(scratch_.begin(), scratch_.end());
+  // Report a lower confidence bound, rate · (1 - z/√samples): a key seen once in the sample
+  // (an estimate of ~1/p requests/s from a single draw) is noise, and reporting it would make
+  // the cache admit and evict it again (each costing a switch rule update). Keys with plenty of
+  // samples lose little: 100 samples cost 10% at z = 1.
+  std::vector<std::pair<std::string_view, double>> all;
+  all.reserve(scratch_.size());
+  for (const auto& [key, acc] : scratch_) {
+    const double n = static_cast<double>(acc.samples);
+    const double keep = confidence_z_ > 0 ? 1 - confidence_z_ / std::sqrt(n) : 1;
+    if (keep > 0) all.emplace_back(key, acc.weighted * keep);
+  }
   const auto hotter = [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   };

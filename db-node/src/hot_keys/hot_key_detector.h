@@ -61,6 +61,7 @@ class HotKeyDetector {
   void rotate(uint64_t now_ms);
 
   const double sample_rate_;
+  const double confidence_z_;  // hot_keys.confidence_z: see hottest()
   const uint64_t segment_ms_;
   std::vector<double> weights_;  // most recent first, one per segment
 
@@ -70,7 +71,11 @@ class HotKeyDetector {
   uint64_t current_start_ms_;
   size_t live_ = 1;                    // segments that have existed, the current one included
   // Reused by hottest() so report building does not rebuild the table each time.
-  std::unordered_map<std::string_view, double> scratch_;
+  struct Acc {
+    double weighted = 0;   // Σ_i w_i · count_i / (p · len_i)
+    uint64_t samples = 0;  // Σ_i count_i: the evidence behind it
+  };
+  std::unordered_map<std::string_view, Acc> scratch_;
 };
 
 }  // namespace exo::db
