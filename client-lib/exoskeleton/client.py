@@ -51,7 +51,10 @@ class _InFlight:
 
 
 class Client:
-    """Talks to an Exoskeleton cluster through `iface` (needs CAP_NET_RAW)."""
+    """Talks to an Exoskeleton cluster through `iface` (needs CAP_NET_RAW).
+
+    Not thread-safe: each call reads replies off the shared socket and drops those it did not
+    ask for, so two threads sharing a Client lose each other's replies. Use one per thread."""
 
     def __init__(self, iface: str, *, timeout: float = 0.25, retries: int = 4, mtu: int = 1500,
                  udp_port: int = 7777, service_ip: str = "10.0.0.254", window: int = 32,
