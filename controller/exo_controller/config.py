@@ -79,7 +79,7 @@ class CacheFillSection(_Strict):
     enabled: bool = Field(True, description="Cache nodes fill themselves from REPORTs. false: only the Cache/Evict RPCs change what is cached.")
     interval_ms: int = Field(100, ge=10, description="How often a cache node snapshots its hot list and runs selection.")
     min_rate: float = Field(1.0, ge=0, description="Requests/s a key needs before it is worth a switch rule.")
-    hysteresis: float = Field(0.1, ge=0, description="A key replaces a cached one only if its rate is (1 + hysteresis) times higher.")
+    hysteresis: float = Field(0.3, ge=0, description="A key replaces a cached one only if its rate is (1 + hysteresis) times higher; it absorbs the sampling noise of keys near the cut, each swap of which costs two rule updates.")
     report_ttl_ms: int = Field(3000, ge=10, description="A reported key not reported again within this time is dropped from the hot list.")
     hit_ewma_alpha: float = Field(0.5, gt=0, le=1, description="EWMA weight of one second of hit-rate samples of a cached key (a 100 ms round weighs 1-(1-alpha)^0.1).")
     max_fetch_batch: int = Field(256, ge=1, description="Keys fetched per selection round (bounds a round's duration).")

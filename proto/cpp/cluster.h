@@ -60,7 +60,7 @@ struct CacheFillConfig {
   bool enabled = true;
   uint32_t interval_ms = 100;
   double min_rate = 1.0;
-  double hysteresis = 0.1;
+  double hysteresis = 0.3;
   uint32_t report_ttl_ms = 3000;
   double hit_ewma_alpha = 0.5;
   uint32_t max_fetch_batch = 256;
