@@ -11,7 +11,7 @@
 #include "cluster.h"
 #include "counters.h"
 #include "exoproto/control.grpc.pb.h"
-#include "fill/clock.h"
+#include "ms_clock.h"
 #include "fill/hot_list.h"
 #include "peers.h"
 

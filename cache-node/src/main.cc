@@ -13,7 +13,6 @@
 #include <atomic>
 #include <csignal>
 #include <cstring>
-#include <filesystem>
 #include <future>
 #include <thread>
 #include <vector>
@@ -29,6 +28,7 @@
 #include "log.h"
 #include "peers.h"
 #include "port.h"
+#include "unix_socket.h"
 
 namespace {
 
@@ -44,18 +44,6 @@ void install_signals() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-}
-
-// gRPC cannot bind a unix socket over a stale file left by a killed run.
-void prepare_unix_socket(const std::string& addr) {
-  std::string path;
-  if (addr.rfind("unix://", 0) == 0) path = addr.substr(7);
-  else if (addr.rfind("unix:", 0) == 0) path = addr.substr(5);
-  if (path.empty()) return;
-  std::error_code ec;
-  const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  ::unlink(path.c_str());
 }
 
 // The control thread should not compete with the lcores: run it (and the gRPC threads it spawns)
@@ -140,7 +128,10 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
   ControlService service(cluster, self.name, state, cp, peers, hot, sum_dp);
   std::thread control([&] {
     pin_control_thread(original, lcore_ids);
-    prepare_unix_socket(self.grpc);
+    if (std::string e = exo::prepare_unix_socket(self.grpc); !e.empty()) {
+      started.set_value("cache_nodes[].grpc: " + e);
+      return;
+    }
     grpc::ServerBuilder b;
     b.AddListeningPort(self.grpc, grpc::InsecureServerCredentials());
     b.RegisterService(&service);

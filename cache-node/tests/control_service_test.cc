@@ -15,6 +15,8 @@
 namespace {
 
 using namespace exo::cache;
+using exo::KeyRate;
+using exo::steady_ms;
 using Keys = std::vector<std::string>;
 
 struct FakeDb final : exo::DbNode::Service {

@@ -16,6 +16,9 @@
 namespace {
 
 using namespace exo::cache;
+using exo::KeyRate;
+using exo::steady_ms;
+using exo::KeyRate;
 using KR = std::vector<KeyRate>;
 
 // Records every call in order, with whether each key's entry was in the map at that moment.

@@ -9,6 +9,7 @@
 namespace {
 
 using namespace exo::cache;
+using exo::KeyRate;
 using KR = std::vector<KeyRate>;
 
 TEST(HotList, NewReportReplacesThatNodesList) {

@@ -9,6 +9,7 @@
 namespace {
 
 using namespace exo::cache;
+using exo::KeyRate;
 using KR = std::vector<KeyRate>;
 
 SelectInput input(KR candidates, KR held, size_t capacity, double min_rate = 1,

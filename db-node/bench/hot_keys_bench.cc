@@ -27,6 +27,7 @@
 
 using namespace exo::db;
 using Clock = std::chrono::steady_clock;
+using exo::steady_ms;
 
 namespace {
 
@@ -81,13 +82,13 @@ double bench_requests(size_t k, double rate, const Stream& stream) {
   exo::HotKeysConfig cfg;
   cfg.top_k = static_cast<uint32_t>(k);
   cfg.sample_rate = rate;
-  HotKeyDetector det(cfg, steady_now_ms());
+  HotKeyDetector det(cfg, steady_ms());
   Sampler sampler(rate, 12345);
   const auto t0 = Clock::now();
   for (size_t i = 0; i < stream.size(); ++i)
-    if (sampler.sample()) det.observe(stream[i], steady_now_ms());
+    if (sampler.sample()) det.observe(stream[i], steady_ms());
   const double ns = ns_since(t0) / static_cast<double>(stream.size());
-  if (det.sampled(steady_now_ms()) == 0) std::fprintf(stderr, "warning: nothing sampled\n");
+  if (det.sampled(steady_ms()) == 0) std::fprintf(stderr, "warning: nothing sampled\n");
   return ns;
 }
 

@@ -1,14 +1,9 @@
 #include "control_service.h"
 
 #include <grpcpp/grpcpp.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 
 #include "log.h"
+#include "unix_socket.h"
 #include "wire.h"
 
 namespace exo::db {
@@ -98,26 +93,9 @@ grpc::Status ControlService::HotKeys(grpc::ServerContext*, const exo::StatsReque
 
 std::unique_ptr<grpc::Server> start_control_server(const std::string& address,
                                                    ControlService& service, std::string* error) {
-  for (const char* prefix : {"unix://", "unix:"}) {
-    if (address.rfind(prefix, 0) != 0) continue;
-    const std::string path = address.substr(std::strlen(prefix));
-    // A socket file left by a crashed run makes bind fail with EADDRINUSE; remove it, but
-    // never remove something that is not a socket.
-    struct stat st {};
-    if (lstat(path.c_str(), &st) == 0) {
-      if (!S_ISSOCK(st.st_mode)) {
-        *error = "grpc: '" + path + "' exists and is not a socket";
-        return nullptr;
-      }
-      if (unlink(path.c_str()) != 0) {
-        *error = "grpc: cannot remove stale socket '" + path + "': " + std::strerror(errno);
-        return nullptr;
-      }
-    }
-    std::error_code ec;
-    const auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    break;
+  if (std::string e = exo::prepare_unix_socket(address); !e.empty()) {
+    *error = "grpc: " + e;
+    return nullptr;
   }
   grpc::ServerBuilder builder;
   int port = 0;

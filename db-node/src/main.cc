@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   CachedKeys cached;
   GrpcPropagator propagator(cluster);
   TxIdSource txids(TxIdSource::from_clock());
-  HotKeyDetector detector(cluster.hot_keys, steady_now_ms());
+  HotKeyDetector detector(cluster.hot_keys, exo::steady_ms());
   const NodeContext ctx{cluster, static_cast<uint32_t>(self_index), *store, cached, propagator, txids,
                         &detector};
 

@@ -53,14 +53,13 @@ exo::ReportRequest build_report(const std::string& db_node, double load, HotKeyD
 
 class Reporter {
  public:
-  using Clock = std::function<uint64_t()>;  // ms, steady
 
   // `counters`: all blocks of the node, summed for the load (gets + puts + deletes).
   // `own`: a counter block only this reporter writes (reports_sent, report_errors).
   // `sink` may be null (nothing to send to: start() then refuses to run).
   Reporter(const HotKeysConfig& cfg, std::string db_node, HotKeyDetector& detector,
            const CounterSet& counters, Counters& own, ReportSink* sink,
-           Clock clock = steady_now_ms);
+           Clock clock = steady_ms);
   ~Reporter();  // stops the thread
   Reporter(const Reporter&) = delete;
   Reporter& operator=(const Reporter&) = delete;

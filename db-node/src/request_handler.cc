@@ -80,7 +80,7 @@ size_t RequestHandler::handle_get(const wire::FrameView& req, std::span<uint8_t>
   // Only GETs are sampled (caching helps reads only; see docs/cache-fill.md).
   if (ctx_.hot_keys && sampler_.sample()) {
     bump(c_.hot_sampled);
-    ctx_.hot_keys->observe(as_sv(req.key), steady_now_ms());
+    ctx_.hot_keys->observe(as_sv(req.key), steady_ms());
   }
   // No stripe lock: a RocksDB Get is atomic per key and sees either the old or the new value
   // of a concurrent write, both fine for a request concurrent with that write.

@@ -252,7 +252,7 @@ TEST_F(HandlerTest, TxidsAreDistinct) {
 TEST_F(HandlerTest, SampledGetsFeedTheHotKeyDetector) {
   HotKeysConfig cfg;
   cfg.sample_rate = 1;
-  HotKeyDetector detector(cfg, steady_now_ms());
+  HotKeyDetector detector(cfg, steady_ms());
   NodeContext hot_ctx{cluster, 0, store, cached, prop, txids, &detector};
   Counters hc;
   RequestHandler hh(hot_ctx, hc);
@@ -264,13 +264,13 @@ TEST_F(HandlerTest, SampledGetsFeedTheHotKeyDetector) {
   hh.handle(request(wire::kDelete, key, "", 5), out);
   EXPECT_EQ(counter(hc, "hot_sampled"), 3u);
   EXPECT_EQ(counter(hc, "forwarded_gets"), 1u);
-  EXPECT_EQ(detector.sampled(steady_now_ms()), 3u);
+  EXPECT_EQ(detector.sampled(steady_ms()), 3u);
 }
 
 TEST_F(HandlerTest, GetsAreSampledAtTheConfiguredRate) {
   HotKeysConfig cfg;
   cfg.sample_rate = 0.25;
-  HotKeyDetector detector(cfg, steady_now_ms());
+  HotKeyDetector detector(cfg, steady_ms());
   NodeContext hot_ctx{cluster, 0, store, cached, prop, txids, &detector};
   Counters hc;
   RequestHandler hh(hot_ctx, hc);

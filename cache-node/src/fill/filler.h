@@ -20,7 +20,7 @@
 #include "cache_state.h"
 #include "cluster.h"
 #include "counters.h"
-#include "fill/clock.h"
+#include "ms_clock.h"
 #include "fill/hit_rates.h"
 #include "fill/hot_list.h"
 #include "peers.h"

@@ -22,21 +22,13 @@
 #include <vector>
 
 #include "cluster.h"
+#include "key_rate.h"
+#include "ms_clock.h"
 #include "hot_keys/space_saving.h"
 
 namespace exo::db {
 
-struct KeyRate {
-  std::string key;
-  double rate = 0;  // estimated requests/s
-};
 
-// Milliseconds on the steady clock: the detector's and the reporter's time base.
-inline uint64_t steady_now_ms() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 class HotKeyDetector {
  public:

@@ -1,11 +1,12 @@
-// Milliseconds on a monotonic clock, injectable so tests can drive time by hand.
+// Milliseconds on a monotonic clock: the time base of the db nodes' hot-key detector and
+// reporter and of the cache nodes' filler. Components take a Clock so tests can drive time.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 
-namespace exo::cache {
+namespace exo {
 
 using Clock = std::function<uint64_t()>;
 
@@ -15,4 +16,4 @@ inline uint64_t steady_ms() {
                                    .count());
 }
 
-}  // namespace exo::cache
+}  // namespace exo

@@ -1,11 +1,11 @@
-// A key with its estimated request rate: what REPORTs carry, what selection ranks by, and the
-// load sent with AddCacheRules.
+// A key with its estimated request rate: what a db node's detector ranks, what a REPORT
+// carries, what a cache node's selection ranks by, and the load sent with AddCacheRules.
 #pragma once
 
 #include <ostream>
 #include <string>
 
-namespace exo::cache {
+namespace exo {
 
 struct KeyRate {
   std::string key;
@@ -17,4 +17,4 @@ inline std::ostream& operator<<(std::ostream& os, const KeyRate& k) {  // readab
   return os << k.key << ":" << k.rate;
 }
 
-}  // namespace exo::cache
+}  // namespace exo
