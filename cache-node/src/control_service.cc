@@ -59,7 +59,9 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
         continue;
       }
       state_.retiring.erase(k);  // removal not sent yet: cancel it, the key is wanted again
-      if (state_.map.find(k)) already.push_back(std::move(k));  // idempotent: re-assert its rule
+      // Held: its rule was asked for when it was inserted. Asking again would add a second
+      // reference to it at the controller, which one eviction would not remove.
+      if (state_.map.find(k)) already.push_back(std::move(k));
       else if (state_.fetching.count(k)) reply->add_skipped(k);  // another Cache() is on it
       else {
         state_.fetching.emplace(k, FetchState{});
@@ -75,6 +77,9 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
   {
     std::lock_guard lock(state_.mu);
     o = insert_fetched(state_, want, fetched, exo::wire::max_kv_bytes(cluster_.mtu));
+    // LRU victims stay "removing" until their EVICT is back, so neither the filler nor another
+    // Cache() can FETCH them again meanwhile (a late EVICT would untrack the new copy).
+    state_.removing.insert(o.evicted.begin(), o.evicted.end());
     // A batch larger than the free space may push out already-cached keys too.
     std::erase_if(already, [&](const std::string& k) {
       if (state_.map.find(k)) return false;
@@ -94,14 +99,16 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
   cp_.evictions += evicted.size();
 
   // The value is in the map: now the switch may send GETs here.
-  Keys rules = inserted;
-  rules.insert(rules.end(), already.begin(), already.end());
-  append_error(reply, peers_.add_rules(no_rates(rules), /*no_wait=*/false));
+  append_error(reply, peers_.add_rules(no_rates(inserted), /*no_wait=*/false).error);
   // LRU victims: their entries are gone already, so a GET still routed here is forwarded.
-  append_error(reply, peers_.remove_rules(evicted, /*no_wait=*/false));
+  append_error(reply, peers_.remove_rules(evicted, /*no_wait=*/false).error);
   not_cached.insert(not_cached.end(), evicted.begin(), evicted.end());
   append_error(reply, peers_.evict(not_cached));  // the db node need not 2PC these keys with us
-  reply->set_done(static_cast<uint32_t>(rules.size()));
+  if (!evicted.empty()) {
+    std::lock_guard lock(state_.mu);
+    for (const auto& k : evicted) state_.removing.erase(k);
+  }
+  reply->set_done(static_cast<uint32_t>(inserted.size() + already.size()));
   if (!reply->error().empty()) LOG_WARN("Cache: %s", reply->error().c_str());
   return grpc::Status::OK;
 }
@@ -110,7 +117,7 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
   const Keys keys = unique_keys(*req, reply);
   // Thesis order: rule first, then entry, so no GET reaches us for a key we no longer hold
   // except in-flight ones, which are forwarded. If the rule cannot be removed, keep the entry.
-  if (std::string e = peers_.remove_rules(keys, /*no_wait=*/false); !e.empty()) {
+  if (std::string e = peers_.remove_rules(keys, /*no_wait=*/false).error; !e.empty()) {
     for (const auto& k : keys) reply->add_skipped(k);
     append_error(reply, e);
     LOG_WARN("Evict: %s", e.c_str());
@@ -120,9 +127,13 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
   {
     std::lock_guard lock(state_.mu);
     for (const auto& k : keys) {
-      // Its rule is gone: nothing left for the retire thread to do.
+      // Its rule is gone: nothing left for the retire thread to do. "removing" until the EVICT
+      // below is back, so no FETCH of the key can be overtaken by it.
       state_.retiring.erase(k);
-      state_.removing.erase(k);
+      state_.removing.insert(k);
+      // A FETCH in flight must not insert it after all: treat it like a committed delete.
+      if (auto it = state_.fetching.find(k); it != state_.fetching.end())
+        it->second.committed = it->second.committed_delete = true;
       if (state_.map.erase(k)) ++erased;
       else reply->add_skipped(k);
     }
@@ -130,6 +141,10 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
   cp_.evictions += erased;
   // Also for keys we did not hold (e.g. after DropEntries): the db node stops tracking them.
   append_error(reply, peers_.evict(keys));
+  {
+    std::lock_guard lock(state_.mu);
+    for (const auto& k : keys) state_.removing.erase(k);
+  }
   reply->set_done(erased);
   return grpc::Status::OK;
 }

@@ -73,8 +73,12 @@ grpc::Status ControlService::finish_tx(const TxRequest& req, TxReply* reply, boo
   const LruMap::Entry* e = map.find(req.key());
   const uint64_t held_txid = e ? e->txid : 0;
   switch (commit ? map.commit(req.key(), req.txid()) : map.abort(req.key(), req.txid())) {
-    case LruMap::TxResult::kOk:
     case LruMap::TxResult::kErased:
+      // A committed DELETE took the entry; its rule is still on the switch. The retire thread
+      // removes it (and EVICTs the key) like any victim's.
+      if (cluster_.cache_fill.enabled) state_.retiring.insert(req.key());
+      [[fallthrough]];
+    case LruMap::TxResult::kOk:
       ++applied;
       set(reply, true, true);
       return grpc::Status::OK;

@@ -119,8 +119,8 @@ std::string GrpcPeers::evict(const Keys& keys) {
   return err;
 }
 
-std::string GrpcPeers::change_rules(const std::vector<KeyRate>& keys, bool add, bool no_wait) {
-  if (keys.empty()) return "";
+RuleOutcome GrpcPeers::change_rules(const std::vector<KeyRate>& keys, bool add, bool no_wait) {
+  if (keys.empty()) return {"", true};
   CacheRulesRequest req;
   req.set_no_wait(no_wait);
   for (const auto& k : keys) {
@@ -135,23 +135,31 @@ std::string GrpcPeers::change_rules(const std::vector<KeyRate>& keys, bool add, 
   const grpc::Status st = add ? stub.AddCacheRules(call.ctx(), req, &rep)
                               : stub.RemoveCacheRules(call.ctx(), req, &rep);
   const char* what = add ? "Controller.AddCacheRules" : "Controller.RemoveCacheRules";
-  if (!st.ok()) return std::string(what) + ": " + st.error_message();
+  // UNAVAILABLE: the request never reached the controller, so it is safe to send again. Any
+  // other failure (a deadline, say) may have been applied: not resending risks a rule that is
+  // missing or left over, each only a cache miss or a wasted slot; resending risks a reference
+  // nobody removes.
+  if (!st.ok())
+    return {std::string(what) + ": " + st.error_message(),
+            st.error_code() != grpc::StatusCode::UNAVAILABLE};
   if (rep.rejected() > 0)
-    return std::string(what) + ": " + std::to_string(rep.rejected()) + " rejected: " + rep.error();
+    return {std::string(what) + ": " + std::to_string(rep.rejected()) + " rejected: " + rep.error(),
+            true};
   // A waiting call can end (deadline) while some changes are still queued at the controller:
   // those count as neither accepted nor rejected. Not confirmed is not done.
   const auto settled = static_cast<size_t>(rep.accepted()) + rep.rejected();
   if (settled < keys.size())
-    return std::string(what) + ": " + std::to_string(keys.size() - settled) +
-           " not confirmed by the switch yet (still queued)";
-  return "";
+    return {std::string(what) + ": " + std::to_string(keys.size() - settled) +
+                " not confirmed by the switch yet (still queued)",
+            true};
+  return {"", true};
 }
 
-std::string GrpcPeers::add_rules(const std::vector<KeyRate>& keys, bool no_wait) {
+RuleOutcome GrpcPeers::add_rules(const std::vector<KeyRate>& keys, bool no_wait) {
   return change_rules(keys, /*add=*/true, no_wait);
 }
 
-std::string GrpcPeers::remove_rules(const Keys& keys, bool no_wait) {
+RuleOutcome GrpcPeers::remove_rules(const Keys& keys, bool no_wait) {
   std::vector<KeyRate> rules;
   rules.reserve(keys.size());
   for (const auto& k : keys) rules.push_back({k, 0});

@@ -23,6 +23,13 @@ struct FetchResult {
   std::string error;  // "" when every db node answered
 };
 
+// What a rule change came to. The controller counts references per (key hash, cache node), so
+// a request it received must not be sent again: a second add would need a second remove.
+struct RuleOutcome {
+  std::string error;       // "" when every change was accepted (and confirmed, when waited for)
+  bool delivered = false;  // the controller got the request (also when it rejected rules)
+};
+
 class Peers {
  public:
   virtual ~Peers() = default;
@@ -31,9 +38,9 @@ class Peers {
   // DbNode.Evict grouped by owner: the db nodes stop propagating writes to us. "" or an error.
   virtual std::string evict(const Keys& keys) = 0;
   // Controller.AddCacheRules / RemoveCacheRules for this node. no_wait=false waits for the
-  // switch to confirm. "" on success, else an error (RPC failure or rejected rules).
-  virtual std::string add_rules(const std::vector<KeyRate>& keys, bool no_wait) = 0;
-  virtual std::string remove_rules(const Keys& keys, bool no_wait) = 0;
+  // switch to confirm.
+  virtual RuleOutcome add_rules(const std::vector<KeyRate>& keys, bool no_wait) = 0;
+  virtual RuleOutcome remove_rules(const Keys& keys, bool no_wait) = 0;
 };
 
 // The real peers over gRPC. Channels are created lazily (a peer may start after us). Every RPC
@@ -44,8 +51,8 @@ class GrpcPeers final : public Peers {
 
   FetchResult fetch(const Keys& keys) override;
   std::string evict(const Keys& keys) override;
-  std::string add_rules(const std::vector<KeyRate>& keys, bool no_wait) override;
-  std::string remove_rules(const Keys& keys, bool no_wait) override;
+  RuleOutcome add_rules(const std::vector<KeyRate>& keys, bool no_wait) override;
+  RuleOutcome remove_rules(const Keys& keys, bool no_wait) override;
 
   // Cancels the RPCs in flight and fails later ones at once, so threads blocked in a waiting
   // RemoveCacheRules return promptly on shutdown.
@@ -55,7 +62,7 @@ class GrpcPeers final : public Peers {
   class Call;  // a ClientContext registered for cancel_all()
   exo::DbNode::Stub& db_stub(uint32_t index);
   exo::Controller::Stub& controller_stub();
-  std::string change_rules(const std::vector<KeyRate>& keys, bool add, bool no_wait);
+  RuleOutcome change_rules(const std::vector<KeyRate>& keys, bool add, bool no_wait);
 
   const Cluster& cluster_;
   const std::string name_;

@@ -18,7 +18,6 @@ namespace {
 using namespace exo::cache;
 using exo::KeyRate;
 using exo::steady_ms;
-using exo::KeyRate;
 using KR = std::vector<KeyRate>;
 
 // Records every call in order, with whether each key's entry was in the map at that moment.
@@ -29,7 +28,9 @@ struct FakePeers final : Peers {
   std::set<std::string> unreachable;  // Fetch fails for these keys' "db node"
   int fail_adds = 0;                  // the next N add_rules calls fail
   int fail_removes = 0;
+  int reject_adds = 0;                // the next N add_rules calls reach the controller, rejected
   std::function<void(const Keys&)> during_fetch;
+  std::function<void(const Keys&)> during_evict;
   std::vector<std::string> log;  // "fetch a b", "add a b", "remove a", "evict a"
   std::vector<KR> adds;
   std::vector<bool> add_no_wait, remove_no_wait;
@@ -58,13 +59,14 @@ struct FakePeers final : Peers {
     return r;
   }
   std::string evict(const Keys& keys) override {
+    if (during_evict) during_evict(keys);
     std::lock_guard lock(mu);
     log.push_back(join("evict", keys));
     evicts.push_back(keys);
     for (const auto& k : keys) present_at_evict[k] = in_map(k);
     return "";
   }
-  std::string add_rules(const KR& keys, bool no_wait) override {
+  RuleOutcome add_rules(const KR& keys, bool no_wait) override {
     std::lock_guard lock(mu);
     Keys ks;
     for (const auto& kr : keys) ks.push_back(kr.key);
@@ -74,11 +76,15 @@ struct FakePeers final : Peers {
     for (const auto& k : ks) EXPECT_TRUE(in_map(k)) << k << ": rule requested before insert";
     if (fail_adds > 0) {
       --fail_adds;
-      return "Controller.AddCacheRules: unavailable";
+      return {"Controller.AddCacheRules: unavailable", /*delivered=*/false};
     }
-    return "";
+    if (reject_adds > 0) {
+      --reject_adds;
+      return {"Controller.AddCacheRules: 1 rejected: Ruleset 2 is full", /*delivered=*/true};
+    }
+    return {"", true};
   }
-  std::string remove_rules(const Keys& keys, bool no_wait) override {
+  RuleOutcome remove_rules(const Keys& keys, bool no_wait) override {
     std::lock_guard lock(mu);
     log.push_back(join("remove", keys));
     removes.push_back(keys);
@@ -86,9 +92,9 @@ struct FakePeers final : Peers {
     for (const auto& k : keys) present_at_remove[k] = in_map(k);
     if (fail_removes > 0) {
       --fail_removes;
-      return "Controller.RemoveCacheRules: deadline exceeded";
+      return {"Controller.RemoveCacheRules: deadline exceeded", /*delivered=*/true};
     }
-    return "";
+    return {"", true};
   }
 };
 
@@ -124,9 +130,9 @@ class FillerTest : public ::testing::Test {
     filler_->run_round();
     now_ += 100;
   }
-  bool retiring(const std::string& k) {
+  bool retiring(const std::string& k) {  // on its way out: waiting for, or in, rule removal
     std::lock_guard lock(st().mu);
-    return st().retiring.count(k) > 0;
+    return st().retiring.count(k) > 0 || st().removing.count(k) > 0;
   }
   size_t held() {  // in the map and not on its way out
     std::lock_guard lock(st().mu);
@@ -267,8 +273,8 @@ TEST_F(FillerTest, KeyWhoseRemovalIsInFlightIsNotReadmitted) {
     Hook(FakePeers& p, std::function<void()>& i) : p(p), inner(i) {}
     FetchResult fetch(const Keys& k) override { return p.fetch(k); }
     std::string evict(const Keys& k) override { return p.evict(k); }
-    std::string add_rules(const KR& k, bool nw) override { return p.add_rules(k, nw); }
-    std::string remove_rules(const Keys& k, bool nw) override {
+    RuleOutcome add_rules(const KR& k, bool nw) override { return p.add_rules(k, nw); }
+    RuleOutcome remove_rules(const Keys& k, bool nw) override {
       inner();
       return p.remove_rules(k, nw);
     }
@@ -317,6 +323,58 @@ TEST_F(FillerTest, FailedRuleRemovalKeepsEntryAndRetries) {
   EXPECT_EQ(st().map.find("a"), nullptr);
   EXPECT_EQ(peers_.log.back(), "evict a");
   EXPECT_EQ(cp_.retired.load(), 1u);
+}
+
+TEST_F(FillerTest, ARemovalTheControllerGotIsNeverCancelled) {
+  // The waiting RemoveCacheRules timed out, but the controller had queued the removal: if the
+  // key were re-admitted by cancelling its retirement, it would stay held with no rule.
+  make(1);
+  round({{"a", 100}});
+  round({{"b", 500}});
+  peers_.fail_removes = 1;
+  EXPECT_FALSE(filler_->retire_once());
+  round({{"a", 5000}});  // "a" is hot again
+  EXPECT_TRUE(retiring("a")) << "its removal must be completed, not cancelled";
+  EXPECT_EQ(std::count(peers_.log.begin(), peers_.log.end(), "fetch a"), 1);
+  EXPECT_TRUE(filler_->retire_once());
+  EXPECT_EQ(peers_.log.back(), "evict a");
+  round({{"a", 5000}});
+  EXPECT_NE(st().map.find("a"), nullptr) << "admitted again once its removal is done";
+}
+
+TEST_F(FillerTest, NoFetchOfARetiredKeyUntilItsEvictIsBack) {
+  // A FETCH that overtook the EVICT would be untracked by it at the db node, which would then
+  // stop two-phase-committing writes to a key this node serves.
+  make(1);
+  round({{"a", 100}});
+  round({{"b", 500}});
+  bool checked = false;
+  peers_.during_evict = [&](const Keys& keys) {
+    if (keys != Keys{"a"}) return;
+    checked = true;
+    round({{"a", 5000}, {"b", 1}});  // the fill thread runs meanwhile
+    EXPECT_EQ(std::count(peers_.log.begin(), peers_.log.end(), "fetch a"), 1);
+    EXPECT_TRUE(retiring("a"));
+  };
+  EXPECT_TRUE(filler_->retire_once());
+  EXPECT_TRUE(checked);
+  EXPECT_FALSE(retiring("a"));
+}
+
+TEST_F(FillerTest, AnAddTheControllerGotIsNotSentAgain) {
+  // It counts references per rule: a resent add would need a second remove.
+  make(10);
+  peers_.fail_adds = 1;
+  round({{"a", 100}});
+  ASSERT_EQ(peers_.adds.size(), 1u);
+  round({{"a", 100}});
+  EXPECT_EQ(peers_.adds.size(), 2u) << "undelivered: resent";
+  peers_.reject_adds = 1;
+  round({{"b", 90}});
+  ASSERT_EQ(peers_.adds.size(), 3u);
+  round({{"b", 90}});
+  round({{"b", 90}});
+  EXPECT_EQ(peers_.adds.size(), 3u) << "delivered (even if rejected): not resent";
 }
 
 TEST_F(FillerTest, FetchFailureIsCountedAndRetriedNextRound) {

@@ -138,9 +138,11 @@ size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
   }
   const StoreResult r = write(req);
   if (prep.code == PrepareOutcome::kNotCached) {
-    // The cache node dropped the entry on its own (e.g. LRU) and will send Evict; nothing to
-    // commit. The key stays tracked until that Evict: untracking here could race with a Fetch
-    // of the same key whose value is still in flight to the cache node.
+    // The cache node holds neither the entry nor a Fetch of it in flight (it answers
+    // cached=false only then), so stop tracking it now: its Evict may never come (a lost Fetch
+    // reply, a restarted cache node), and every later write would pay a Prepare for nothing.
+    // A new Fetch needs this stripe lock, so it cannot slip in between.
+    guard.unmark(as_sv(req.key), cache_node);
     if (!r.ok()) {
       LOG_WARN("%s failed: %s", is_delete ? "DELETE" : "PUT", r.error.c_str());
       return error(req, out);

@@ -190,15 +190,17 @@ void Filler::fetch_and_insert(const std::vector<KeyRate>& admit, uint64_t now_ms
       hit_rates_.admitted(a.key, a.rate, now_ms);
     }
   if (!rules.empty())
-    if (std::string e = peers_.add_rules(rules, /*no_wait=*/true); !e.empty()) {
+    if (const RuleOutcome r = peers_.add_rules(rules, /*no_wait=*/true); !r.error.empty()) {
       ++cp_.fill_rule_errors;
-      LOG_WARN("fill: %s", e.c_str());
-      for (const auto& r : rules) unruled_[r.key] = r.rate;  // retried next round
+      LOG_WARN("fill: %s", r.error.c_str());
+      // Resent next round only if it never reached the controller: it counts references.
+      if (!r.delivered)
+        for (const auto& kr : rules) unruled_[kr.key] = kr.rate;
     }
   // LRU victims only when a concurrent Cache RPC filled the map: their entries are gone already,
   // so a GET still routed here is forwarded; queue the removal without waiting.
   if (!o.evicted.empty())
-    if (std::string e = peers_.remove_rules(o.evicted, /*no_wait=*/true); !e.empty()) {
+    if (std::string e = peers_.remove_rules(o.evicted, /*no_wait=*/true).error; !e.empty()) {
       ++cp_.fill_rule_errors;
       LOG_WARN("fill: %s", e.c_str());
     }
@@ -221,31 +223,36 @@ void Filler::retry_rules(const std::unordered_map<std::string, uint64_t>& in_map
   std::sort(rules.begin(), rules.end(), [](const KeyRate& a, const KeyRate& b) {
     return a.rate != b.rate ? a.rate > b.rate : a.key < b.key;
   });
-  if (std::string e = peers_.add_rules(rules, /*no_wait=*/true); !e.empty()) {
+  const RuleOutcome r = peers_.add_rules(rules, /*no_wait=*/true);
+  if (!r.error.empty()) {
     ++cp_.fill_rule_errors;
-    LOG_WARN("fill: retry: %s", e.c_str());
-    return;
+    LOG_WARN("fill: retry: %s", r.error.c_str());
+    if (!r.delivered) return;
   }
   unruled_.clear();
 }
 
 bool Filler::retire_once() {
-  Keys batch;
+  // Keys stay in `removing` from here until their EVICT is back: while there, neither the filler
+  // nor a Cache RPC fetches them again, so a late EVICT cannot untrack a fresh copy, and a
+  // removal the controller has already queued is never cancelled by a re-admission.
+  Keys batch = std::move(stalled_);
+  stalled_.clear();
   {
     std::lock_guard lock(state_.mu);
-    batch.assign(state_.retiring.begin(), state_.retiring.end());
-    state_.removing.insert(batch.begin(), batch.end());
+    // Dropped from `removing` meanwhile: an Evict RPC took care of it.
+    std::erase_if(batch, [&](const std::string& k) { return !state_.removing.count(k); });
+    batch.insert(batch.end(), state_.retiring.begin(), state_.retiring.end());
+    state_.removing.insert(state_.retiring.begin(), state_.retiring.end());
     state_.retiring.clear();
   }
   if (batch.empty()) return true;
   std::sort(batch.begin(), batch.end());
   // Wait for the switch: until the rule is gone, GETs may still arrive and must be served.
-  if (std::string e = peers_.remove_rules(batch, /*no_wait=*/false); !e.empty()) {
+  if (std::string e = peers_.remove_rules(batch, /*no_wait=*/false).error; !e.empty()) {
     ++cp_.fill_rule_errors;
     LOG_WARN("retire: %s (retrying)", e.c_str());
-    std::lock_guard lock(state_.mu);
-    for (const auto& k : batch)
-      if (state_.removing.erase(k)) state_.retiring.insert(k);  // removal is idempotent
+    stalled_ = std::move(batch);  // sent again next pass: removing an absent rule is a no-op
     return false;
   }
   Keys gone;
@@ -254,7 +261,7 @@ bool Filler::retire_once() {
     std::lock_guard lock(state_.mu);
     for (const auto& k : batch) {
       // Not in `removing` any more: an LRU insert or Evict RPC already took care of it.
-      if (!state_.removing.erase(k)) continue;
+      if (!state_.removing.count(k)) continue;
       if (state_.map.erase(k)) ++erased;
       gone.push_back(k);
     }
@@ -263,6 +270,8 @@ bool Filler::retire_once() {
   // Only now may the db node stop two-phase-committing these keys with us.
   if (gone.empty()) return true;
   if (std::string e = peers_.evict(gone); !e.empty()) LOG_WARN("retire: %s", e.c_str());
+  std::lock_guard lock(state_.mu);
+  for (const auto& k : gone) state_.removing.erase(k);
   return true;
 }
 

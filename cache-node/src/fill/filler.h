@@ -72,6 +72,7 @@ class Filler {
   // Fill-thread state (only run_round touches it).
   HitRates hit_rates_;
   std::unordered_map<std::string, double> unruled_;  // inserted, AddCacheRules failed: key -> rate
+  Keys stalled_;  // retire thread only: removal failed, still in `removing`, sent again next pass
   // Keys found missing (or too big) on FETCH -> until when they are not tried again. A db node
   // may well report a hot key that does not exist (GETs answered NOT_FOUND); without this the
   // filler would FETCH and EVICT it every round.
