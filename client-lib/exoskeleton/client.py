@@ -97,10 +97,14 @@ class Client:
         for req in requests:
             self.check(req)
         out: list[Optional[Result]] = [None] * len(requests)
-        index = {id(r): i for i, r in enumerate(requests)}
+        # Positions per request object: the same (frozen) Request may be listed twice.
+        slots: dict[int, list[int]] = {}
+        for i, r in enumerate(requests):
+            slots.setdefault(id(r), []).append(i)
 
         def collect(res: Result) -> None:
-            out[index[id(res.request)]] = res
+            pending = slots[id(res.request)]
+            out[next(i for i in pending if out[i] is None)] = res
 
         self.stream(iter(requests), collect, timeout=timeout)
         return out  # type: ignore[return-value]

@@ -34,6 +34,7 @@ class Tally:
         self.from_cache = self.not_found = 0
         self.latencies_us: list[float] = []
         self.series = _Series()
+        self.swapped_at: list[float] = []  # seconds into a run at which the hot set was swapped
 
     def add(self, r: Result) -> None:
         self.series.add(r)
@@ -128,14 +129,12 @@ def run_mix(c: Client, args) -> Tally:
     rng = np.random.default_rng(args.seed + 1)
     keys = HotSetSwap(args.keys, min(args.swap_count, args.keys // 2))
     swaps_due = sorted(args.swap_at)
-    swapped_at: list[float] = []
     signalled = []  # SIGUSR1 asks for a swap now (tests swap once the cache is stable)
     signal.signal(signal.SIGUSR1, lambda *_: signalled.append(True))
     start = time.monotonic()
     t.series.start = start
     stop_at = start + args.duration
     tick = _Every(1.0)
-    per_second: list[int] = []
     tag = args.seed << 20
 
     def reqs():
@@ -150,7 +149,7 @@ def run_mix(c: Client, args) -> Tally:
                 else:
                     swaps_due.pop(0)
                 keys.swap()
-                swapped_at.append(round(time.monotonic() - start, 3))
+                t.swapped_at.append(round(time.monotonic() - start, 3))
                 _emit({"swap": keys.swaps, "at_s": round(time.monotonic() - start, 3)})
             for rank, g in zip(ranks, is_get):
                 if g:
@@ -162,14 +161,11 @@ def run_mix(c: Client, args) -> Tally:
     def on(r: Result) -> None:
         t.add(r)
         if tick():
-            per_second.append(t.ops)
             _emit({"progress": round(time.monotonic() - start, 2), "total": args.duration,
                    "ops": t.ops, "errors": t.errors})
 
     c.stream(reqs(), on, stop_at=stop_at)
     _emit({"progress": args.duration, "total": args.duration, "ops": t.ops, "errors": t.errors})
-    t.per_second_cumulative = per_second  # type: ignore[attr-defined]
-    t.swapped_at = swapped_at  # type: ignore[attr-defined]
     return t
 
 
@@ -209,10 +205,10 @@ def main(argv=None) -> int:
         np.save(lat_path, np.asarray(tally.latencies_us, dtype=np.float32))
         result = {"mode": args.mode, "elapsed_s": elapsed, **tally.summary(),
                   "client_stats": c.stats, "latency_file": str(lat_path)}
-        if hasattr(tally, "per_second_cumulative"):
-            result["ops_cumulative_per_second"] = tally.per_second_cumulative
+        if args.mode == "run":
+            result["ops_cumulative_per_second"] = np.cumsum([r["ops"] for r in tally.series.rows]).tolist()
             result["series"] = tally.series.rows
-            result["swapped_at_s"] = tally.swapped_at  # type: ignore[attr-defined]
+            result["swapped_at_s"] = tally.swapped_at
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     _emit({"done": True})
     return 0

@@ -195,7 +195,7 @@ class ExoControllerApp(app_manager.OSKenApp):
             if not waiter.disconnected:
                 LOG.error("switch dpid %#x: %d flow-mods not confirmed (%s); will resend", self.dpid,
                           len(batch), why)
-                self.counters["batches_failed"] += 1
+                self._count("batches_failed")
             self.updater.batch_failed(batch)
             return
         for i, why in sorted(waiter.mod_errors.items()):
@@ -228,7 +228,7 @@ class ExoControllerApp(app_manager.OSKenApp):
             self._cond.notify_all()
         LOG.info("switch dpid %#x connected from %s: programming it (%d Ruleset 2 rules desired)",
                  dp.id, dp.address, len(self.updater.book))
-        self.counters["switch_connects"] += 1
+        self._count("switch_connects")
 
     @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
     def _state_change(self, ev):
@@ -238,7 +238,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                     LOG.warning("switch dpid %#x disconnected", self.dpid)
                     self._dp = None
                     self.connected.clear()
-                    self.counters["switch_disconnects"] += 1
+                    self._count("switch_disconnects")
                     self._disconnects += 1
                     self._fail_all("switch disconnected")
                     self.updater.switch_disconnected()
@@ -275,8 +275,8 @@ class ExoControllerApp(app_manager.OSKenApp):
     def _error(self, ev):
         msg = ev.msg
         text = error_text(msg)
-        self.counters["ofp_errors"] += 1
-        self.counters[f"ofp_error {text}"] += 1
+        self._count("ofp_errors")
+        self._count(f"ofp_error {text}")
         with self._lock:
             owner = self._mod_xids.pop(msg.xid, None)
             if owner is not None:
@@ -297,7 +297,7 @@ class ExoControllerApp(app_manager.OSKenApp):
             msg.reason, str(msg.reason))
         desc = msg.desc
         link_down = bool(desc.state & ofp.OFPPS_LINK_DOWN)
-        self.counters[f"port_{reason}"] += 1
+        self._count(f"port_{reason}")
         LOG.info("port %s (%s) %s: link %s", desc.port_no, desc.name.decode(errors="replace")
                  if isinstance(desc.name, bytes) else desc.name, reason, "down" if link_down else "up")
 
@@ -354,9 +354,15 @@ class ExoControllerApp(app_manager.OSKenApp):
         unconfirmed = sum(1 for h in hashes if waited and h not in failed and self.updater.pending(h))
         errors = [e for e in (res.error, *(f"{h:#012x}: {why}" for h, why in failed.items()), note) if e]
         accepted, rejected = res.accepted - refused - unconfirmed, len(res.rejected) + refused
-        self.counters["cache_rules_accepted"] += accepted
-        self.counters["cache_rules_rejected"] += rejected
+        self._count("cache_rules_accepted", accepted)
+        self._count("cache_rules_rejected", rejected)
         return RulesOutcome(accepted, rejected, "; ".join(errors))
+
+    def _count(self, name: str, n: int = 1) -> None:
+        """Event counters are bumped from the os-ken thread, the sender and gRPC threads, and
+        read by stats(): one lock for all (a new key while stats() iterates would break it)."""
+        with self._lock:
+            self.counters[name] += n
 
     def stats(self) -> dict[str, float]:
         """Updater metrics (docs/cache-fill.md section 3) plus the app's event counters."""

@@ -193,7 +193,8 @@ class ClusterConfig(_Strict):
 
     def static_rule_count(self) -> int:
         """Flows in table 0 besides Ruleset 2: one per node, ARP, and 2^partition_bits."""
-        return len(self.cache_nodes) + len(self.db_nodes) + len(self.clients) + 1 + (1 << self.switch.partition_bits)
+        from .flows import static_flowmods  # flows builds them from a config: no import cycle at load
+        return len(static_flowmods(self))
 
     def flow_limit(self) -> int:
         """What to give OVS as Flow_Table flow_limit for table 0: static rules plus C."""

@@ -26,7 +26,7 @@ def matching_flow(flows, dst_mac: bytes):
 
 
 def counters(cl) -> dict[str, dict[str, int]]:
-    return {n.name: cl.stubs.stats(n.name) for n in [*cl.cfg.cache_nodes, *cl.cfg.db_nodes]}
+    return cl.stubs.node_stats()
 
 
 def delta(after, before, counter: str) -> dict[str, int]:

@@ -113,6 +113,15 @@ def test_pipelined_execute_keeps_order_and_window():
     assert all(r.attempts == 1 for r in res)
 
 
+def test_execute_with_the_same_request_object_twice():
+    c = make(lambda m, a: [reply_to(m, value=m.key)])
+    from exoskeleton import Request
+    same = Request(wire.OP_GET, b"k")
+    res = c.execute([same, Request(wire.OP_GET, b"j"), same])
+    assert [r.value for r in res] == [b"k", b"j", b"k"]
+    assert res[0] is not res[2]
+
+
 def test_get_reply_flag_from_cache():
     c = make(lambda m, a: [reply_to(m, value=b"v", flags=wire.FLAG_FROM_CACHE)])
     from exoskeleton import Request

@@ -44,21 +44,16 @@ def _progress_bar(label: str) -> Progress:
                     TimeElapsedColumn(), console=console, transient=False)
 
 
-def _follow(workers: Workers, label: str, total: float, describe) -> None:
+def _follow(workers: Workers, label: str, total: float, describe, combine=sum) -> None:
+    """One progress bar for all workers; `combine` folds their progress (sum of keys loaded,
+    min of seconds run)."""
     with _progress_bar(label) as bar:
         task = bar.add_task("", total=total)
         while workers.running():
-            done = sum(p.get("progress", 0) for p in workers.progress.values())
-            if label.startswith("run"):
-                done = min(p.get("progress", 0) for p in workers.progress.values())
+            done = combine(p.get("progress", 0) for p in workers.progress.values())
             bar.update(task, completed=done, description=describe(workers.progress))
             time.sleep(0.25)
         bar.update(task, completed=total, description=describe(workers.progress))
-
-
-def _counters(cl: EmulatedCluster) -> dict[str, dict[str, int]]:
-    names = [n.name for n in [*cl.cfg.cache_nodes, *cl.cfg.db_nodes]]
-    return {n: cl.stubs.stats(n) for n in names}
 
 
 def _delta(after: dict, before: dict) -> dict:
@@ -106,20 +101,20 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
             console.print("caches start empty: they fill themselves from db-node REPORTs")
 
         # 3. the mixed workload
-        before = _counters(cl)
+        before = cl.stubs.node_stats()
         mix = Workers(cl, "run")
         for c in cfg.clients:
             mix.start(c.name, ["--value-size", str(value_size), "run", "--keys", str(n_keys),
                                "--alpha", str(alpha), "--get-ratio", str(get_ratio),
                                "--duration", str(duration)], window=window)
         try:
-            _follow(mix, "run  ", duration,
+            _follow(mix, "run  ", duration, combine=min, describe=
                     lambda p: f"{sum(x.get('ops', 0) for x in p.values())} ops, "
                               f"{sum(x.get('errors', 0) for x in p.values())} errors")
             results = mix.results()
         finally:
             mix.kill()
-        counters = _delta(_counters(cl), before)
+        counters = _delta(cl.stubs.node_stats(), before)
         rules = cl.stubs.rules(0)
         controller = cl.stubs.controller_stats()
         cached_at_end = {c.name: len(cl.stubs.cached_keys(c.name)) for c in cfg.cache_nodes}

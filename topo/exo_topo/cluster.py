@@ -103,38 +103,42 @@ class EmulatedCluster:
                  len(self.cfg.db_nodes), len(self.cfg.clients))
 
     def stop(self) -> None:
-        """Idempotent; every step runs even if an earlier one fails."""
+        """Idempotent; every step runs even if an earlier one fails (each is logged)."""
         for name, proc in list(self.node_procs.items()):
-            _terminate(proc, name)
+            _step(f"stop {name}", _terminate, proc, name)
         self.node_procs.clear()
         if self.net is not None:
-            nodes = [*self.net.hosts, *self.net.switches, *self.net.controllers]
-            shells = [n.shell for n in nodes if n.shell is not None]
-            try:
-                self.net.stop()
-            except Exception as err:  # keep tearing down
-                log.warning("net.stop: %s", err)
-            # Mininet signals its node shells but does not wait for them; some (the controller
-            # node's) ignore SIGHUP. Give them a moment, then kill what is left.
-            deadline = time.monotonic() + 1.0
-            for shell in shells:
-                try:
-                    shell.wait(timeout=max(0.05, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    shell.kill()
-                    shell.wait(timeout=5)
+            _step("stop Mininet", self._stop_net)
             self.net = None
-        ovs.delete_bridge(self.cfg.switch.bridge)
+        _step("delete bridge", ovs.delete_bridge, self.cfg.switch.bridge)
         if self.controller_proc is not None:
-            _terminate(self.controller_proc, "controller")
+            _step("stop controller", _terminate, self.controller_proc, "controller")
             self.controller_proc = None
-        self.stubs.close()
+        _step("close gRPC channels", self.stubs.close)
         if self._started_ovs:
-            ovs.stop()
+            _step("stop Open vSwitch", ovs.stop)
             self._started_ovs = False
         for f in self._logs:
             f.close()
         self._logs.clear()
+
+    def _stop_net(self) -> None:
+        assert self.net is not None
+        nodes = [*self.net.hosts, *self.net.switches, *self.net.controllers]
+        shells = [n.shell for n in nodes if n.shell is not None]
+        try:
+            self.net.stop()
+        except Exception as err:  # keep tearing down
+            log.warning("net.stop: %s", err)
+        # Mininet signals its node shells but does not wait for them; some (the controller
+        # node's) ignore SIGHUP. Give them a moment, then kill what is left.
+        deadline = time.monotonic() + 1.0
+        for shell in shells:
+            try:
+                shell.wait(timeout=max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                shell.kill()
+                shell.wait(timeout=5)
 
     # ---- access ----
     def host(self, name: str):
@@ -198,7 +202,7 @@ class EmulatedCluster:
         for sw in self.net.switches:
             for intf in sw.intfList():
                 if intf.name != "lo":
-                    subprocess.run(["ovs-vsctl", "set", "Interface", intf.name,
+                    subprocess.run(["ovs-vsctl", "--timeout=5", "set", "Interface", intf.name,
                                     f"mtu_request={self.cfg.cluster.mtu}"], check=False)
 
     def _wait_for(self, check, what: str) -> None:
@@ -239,6 +243,14 @@ class EmulatedCluster:
             return True
         except Exception:
             return False
+
+
+def _step(what: str, fn, *args) -> None:
+    """One teardown step: a failure is logged and the next step still runs."""
+    try:
+        fn(*args)
+    except Exception as err:
+        log.warning("teardown: %s failed: %s", what, err)
 
 
 def _terminate(proc: subprocess.Popen, name: str, grace: float = 5.0) -> None:

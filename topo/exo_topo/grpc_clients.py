@@ -30,13 +30,15 @@ class Stubs:
 
     def stats(self, name: str, timeout: float = 5.0, wait: bool = False) -> dict[str, int]:
         stub = self.cache(name) if any(c.name == name for c in self.cfg.cache_nodes) else self.db(name)
-        reply = stub.Stats(pb.StatsRequest(), timeout=timeout, wait_for_ready=wait)
-        return {c.name: c.value for c in reply.counters}
+        return _as_dict(stub.Stats(pb.StatsRequest(), timeout=timeout, wait_for_ready=wait))
+
+    def node_stats(self, timeout: float = 5.0) -> dict[str, dict[str, int]]:
+        """Counters of every cache and db node, by node name."""
+        return {n.name: self.stats(n.name, timeout) for n in [*self.cfg.cache_nodes, *self.cfg.db_nodes]}
 
     def controller_stats(self, timeout: float = 5.0) -> dict[str, int]:
         """The rule updater's metrics (docs/cache-fill.md): rule_adds_queued, ruleset2_max, ..."""
-        reply = self.controller().Stats(pb.StatsRequest(), timeout=timeout)
-        return {c.name: c.value for c in reply.counters}
+        return _as_dict(self.controller().Stats(pb.StatsRequest(), timeout=timeout))
 
     def hot_keys(self, db_name: str, timeout: float = 5.0) -> pb.ReportRequest:
         """What db node `db_name` would REPORT now: its load and hottest keys with rates."""
@@ -52,3 +54,7 @@ class Stubs:
         for ch in self._channels.values():
             ch.close()
         self._channels.clear()
+
+
+def _as_dict(reply: pb.StatsReply) -> dict[str, int]:
+    return {c.name: c.value for c in reply.counters}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -24,7 +25,7 @@ def _setns(fd: int) -> None:
 @contextmanager
 def in_netns(pid: int) -> Iterator[None]:
     """Enter the network namespace of process `pid` for the duration of the block."""
-    home = os.open("/proc/self/task/%d/ns/net" % _gettid(), os.O_RDONLY)
+    home = os.open("/proc/self/task/%d/ns/net" % threading.get_native_id(), os.O_RDONLY)
     target = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
     try:
         _setns(target)
@@ -35,7 +36,3 @@ def in_netns(pid: int) -> Iterator[None]:
     finally:
         os.close(target)
         os.close(home)
-
-
-def _gettid() -> int:
-    return _libc.syscall(186)  # SYS_gettid on x86-64
