@@ -377,6 +377,22 @@ TEST_F(FillerTest, AnAddTheControllerGotIsNotSentAgain) {
   EXPECT_EQ(peers_.adds.size(), 3u) << "delivered (even if rejected): not resent";
 }
 
+TEST_F(FillerTest, AKeyCachedByHandIsNotEvictedBeforeItsHitsAreMeasured) {
+  // What the Cache RPC does: insert without the filler. No db node reports the key (the switch
+  // sends its GETs here), so its rate is its own hits, which need a round or two to measure.
+  make(10);
+  {
+    std::lock_guard lock(st().mu);
+    st().map.insert("pinned", "v", nullptr);
+  }
+  round({});  // first sight: a baseline only
+  EXPECT_FALSE(retiring("pinned")) << "evicted as cold before any hit could be counted";
+  for (int i = 0; i < 20; ++i) st().map.touch("pinned");  // 20 hits in 100 ms: 200/s
+  round({});
+  EXPECT_FALSE(retiring("pinned"));
+  EXPECT_NE(st().map.find("pinned"), nullptr);
+}
+
 TEST_F(FillerTest, FetchFailureIsCountedAndRetriedNextRound) {
   make(10);
   peers_.unreachable = {"a"};

@@ -22,7 +22,9 @@ FillerOptions FillerOptions::from(const Cluster& cluster, const CacheNodeInfo& s
 Filler::Filler(FillerOptions opt, CacheState& state, Peers& peers, HotList& hot, CpCounters& cp,
                Clock clock)
     : opt_(std::move(opt)), state_(state), peers_(peers), hot_(hot), cp_(cp),
-      clock_(std::move(clock)), hit_rates_(opt_.cfg.hit_ewma_alpha) {}
+      clock_(std::move(clock)),
+      // A key cached by hand starts at min_rate: not evicted as cold before its hits are measured.
+      hit_rates_(opt_.cfg.hit_ewma_alpha, opt_.cfg.min_rate) {}
 
 Filler::~Filler() { stop(); }
 

@@ -13,7 +13,7 @@ void HitRates::sample(const std::vector<std::pair<std::string, uint64_t>>& hits,
   std::unordered_set<std::string_view> present;
   for (const auto& [key, count] : hits) {
     present.insert(key);
-    auto [it, fresh] = keys_.try_emplace(key, State{count, now_ms, 0});
+    auto [it, fresh] = keys_.try_emplace(key, State{count, now_ms, initial_});
     if (fresh) continue;  // a baseline; the first rate comes with the next sample
     State& s = it->second;
     if (now_ms <= s.ms) continue;  // no time has passed: nothing to measure yet

@@ -16,14 +16,16 @@ namespace exo::cache {
 
 class HitRates {
  public:
-  explicit HitRates(double alpha) : alpha_(alpha) {}
+  // `initial`: the rate of a key first seen without admitted() (one cached by hand through the
+  // Cache RPC), until its own hits have been measured for a while.
+  explicit HitRates(double alpha, double initial = 0) : alpha_(alpha), initial_(initial) {}
 
   // A key the filler just inserted (hit counter 0 at now_ms) starts at its reported rate, so it
   // is not evicted before its rule has had a chance to bring it traffic.
   void admitted(const std::string& key, double rate, uint64_t now_ms);
 
   // One sample per round: (key, LruMap::Entry::hits) of every entry in the map. Keys not in
-  // `hits` are forgotten. A key seen for the first time without admitted() starts at 0.
+  // `hits` are forgotten. A key seen for the first time without admitted() starts at `initial`.
   void sample(const std::vector<std::pair<std::string, uint64_t>>& hits, uint64_t now_ms);
 
   double rate(const std::string& key) const;  // 0 for unknown keys
@@ -36,6 +38,7 @@ class HitRates {
     double rate = 0;
   };
   const double alpha_;
+  const double initial_;
   std::unordered_map<std::string, State> keys_;
 };
 
