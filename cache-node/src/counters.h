@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-// Data-plane counters: one copy per lcore (no atomics, no sharing), summed on read.
+// Data-plane counters: one copy per lcore, which is its only writer; summed on read.
 #define EXO_DP_COUNTERS(X)                                                              \
   X(rx_frames, "frames received")                                                       \
   X(tx_frames, "frames handed to the NIC (replies + forwarded misses)")                 \
@@ -47,14 +47,30 @@
 
 namespace exo::cache {
 
+// One writer per counter (its lcore) and concurrent readers (Stats): relaxed atomics, bumped
+// with a plain load + store, which compiles to the same add as a bare uint64_t (no locked
+// instruction) but is not a data race. Copyable, so a sum can be returned by value.
+inline void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 // 64 = RTE_CACHE_LINE_SIZE on x86; kept DPDK-free so tests build without DPDK.
 struct alignas(64) DpCounters {
-#define EXO_FIELD(name, help) uint64_t name = 0;
+#define EXO_FIELD(name, help) std::atomic<uint64_t> name{0};
   EXO_DP_COUNTERS(EXO_FIELD)
 #undef EXO_FIELD
 
+  DpCounters() = default;
+  DpCounters(const DpCounters& o) { *this += o; }
+  DpCounters& operator=(const DpCounters& o) {
+#define EXO_SET(name, help) name.store(o.name.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    EXO_DP_COUNTERS(EXO_SET)
+#undef EXO_SET
+    return *this;
+  }
+  // Not thread-safe for *this (the sum being built); `o` may be written concurrently.
   DpCounters& operator+=(const DpCounters& o) {
-#define EXO_ADD(name, help) name += o.name;
+#define EXO_ADD(name, help) bump(name, o.name.load(std::memory_order_relaxed));
     EXO_DP_COUNTERS(EXO_ADD)
 #undef EXO_ADD
     return *this;
@@ -93,7 +109,7 @@ inline std::vector<std::pair<std::string, uint64_t>> flatten(const DpCounters& d
                                                              const CpCounters& cp,
                                                              const Gauges& gauges) {
   std::vector<std::pair<std::string, uint64_t>> out;
-#define EXO_OUT(name, help) out.emplace_back(#name, dp.name);
+#define EXO_OUT(name, help) out.emplace_back(#name, dp.name.load(std::memory_order_relaxed));
   EXO_DP_COUNTERS(EXO_OUT)
 #undef EXO_OUT
 #define EXO_OUT(name, help) out.emplace_back(#name, cp.name.load(std::memory_order_relaxed));

@@ -17,7 +17,7 @@ constexpr uint64_t kDrainUs = 100;  // TX buffer drain period
 // Frames the TX queue refused: count them (the default callback would only free them).
 void on_tx_error(rte_mbuf** pkts, uint16_t unsent, void* userdata) {
   auto* c = static_cast<DpCounters*>(userdata);
-  c->tx_dropped += unsent;
+  bump(c->tx_dropped, unsent);
   rte_pktmbuf_free_bulk(pkts, unsent);
 }
 
@@ -54,7 +54,7 @@ void handle_burst(rte_mbuf** pkts, uint16_t n, LcoreState& ls, const LoopShared&
       }
       m->ol_flags = 0;  // no offloads requested: checksums are computed in software
     }
-    ls.counters.tx_frames += rte_eth_tx_buffer(sh.port, ls.queue, ls.tx_buffer, m);
+    bump(ls.counters.tx_frames, rte_eth_tx_buffer(sh.port, ls.queue, ls.tx_buffer, m));
   }
 }
 
@@ -81,7 +81,7 @@ int lcore_main(void* arg) {
   while (!sh.quit->load(std::memory_order_relaxed)) {
     const uint64_t now = rte_rdtsc();
     if (now - prev_tsc > drain_tsc) {
-      ls.counters.tx_frames += rte_eth_tx_buffer_flush(sh.port, ls.queue, ls.tx_buffer);
+      bump(ls.counters.tx_frames, rte_eth_tx_buffer_flush(sh.port, ls.queue, ls.tx_buffer));
       prev_tsc = now;
     }
     const uint16_t n = rte_eth_rx_burst(sh.port, ls.queue, pkts.data(), burst);
@@ -89,14 +89,14 @@ int lcore_main(void* arg) {
       // Emulation shares 2 cores with OVS and other nodes: back off instead of spinning. Flush
       // first so buffered replies do not wait out the sleep.
       if (sh.idle_sleep_us > 0) {
-        ls.counters.tx_frames += rte_eth_tx_buffer_flush(sh.port, ls.queue, ls.tx_buffer);
+        bump(ls.counters.tx_frames, rte_eth_tx_buffer_flush(sh.port, ls.queue, ls.tx_buffer));
         rte_delay_us_sleep(sh.idle_sleep_us);
       }
       continue;
     }
     handle_burst(pkts.data(), n, ls, sh);
   }
-  ls.counters.tx_frames += rte_eth_tx_buffer_flush(sh.port, ls.queue, ls.tx_buffer);
+  bump(ls.counters.tx_frames, rte_eth_tx_buffer_flush(sh.port, ls.queue, ls.tx_buffer));
   return 0;
 }
 

@@ -14,8 +14,8 @@
 
 namespace exo::cache {
 
-// Per-lcore state on its own cache lines: nothing here is written by another core except the
-// counters being read (torn-free 64-bit loads on x86) when Stats sums them.
+// Per-lcore state on its own cache lines: written only by its lcore. The Stats thread reads the
+// counters concurrently (relaxed atomics, see counters.h).
 struct alignas(RTE_CACHE_LINE_SIZE) LcoreState {
   unsigned lcore_id = 0;
   uint16_t queue = 0;

@@ -68,17 +68,17 @@ void process_burst(FrameRef* frames, size_t n, CacheState& state, const SelfInfo
   std::array<uint16_t, kMaxBurst> gets;  // indices of frames that are GETs
   size_t ngets = 0;
   if (n > kMaxBurst) n = kMaxBurst;
-  c.rx_frames += n;
+  bump(c.rx_frames, n);
 
   // Phase 1: parse everything, hash the keys.
   for (size_t i = 0; i < n; ++i) {
     FrameRef& f = frames[i];
     f.action = Action::kDrop;
     switch (classify({f.data, f.len}, self, views[i])) {
-      case Verdict::kIgnore: ++c.ignored; break;
-      case Verdict::kMalformed: ++c.malformed_dropped; break;
+      case Verdict::kIgnore: bump(c.ignored); break;
+      case Verdict::kMalformed: bump(c.malformed_dropped); break;
       case Verdict::kGet:
-        ++c.gets;
+        bump(c.gets);
         hashes[i] = exo::key_hash(views[i].key);
         gets[ngets++] = static_cast<uint16_t>(i);
         break;
@@ -94,10 +94,10 @@ void process_burst(FrameRef* frames, size_t n, CacheState& state, const SelfInfo
   for (size_t g = 0; g < ngets; ++g) {
     const size_t i = gets[g];
     if (execute_get(frames[i], views[i], hashes[i], state.map, self) == Action::kReply) {
-      ++c.hits;
-      ++c.requests_served;
+      bump(c.hits);
+      bump(c.requests_served);
     } else {
-      ++c.forwarded_misses;
+      bump(c.forwarded_misses);
     }
   }
 }
