@@ -114,6 +114,18 @@ TEST(RequestHandler, MissIsForwardedWithPrefixBA) {
   EXPECT_EQ(h.c.gets, 1u);
 }
 
+TEST(RequestHandler, AWrongHashInTheMacIsAMissNotAWrongHit) {
+  // The lookup uses the hash in the dst MAC; the key comparison keeps a lying client safe.
+  Harness h;
+  h.state.map.insert("user:1", "v1", nullptr);
+  Frame f = make_request("user:1");
+  const exo::Mac other = exo::request_mac(exo::kPrefixGet, exo::key_hash(bytes("user:2")));
+  std::copy(other.begin(), other.end(), f.buf.begin());
+  EXPECT_EQ(h.run(f), Action::kForward);
+  EXPECT_EQ(h.c.hits.load(), 0u);
+  EXPECT_EQ(h.c.forwarded_misses.load(), 1u);
+}
+
 TEST(RequestHandler, PendingKeyIsForwardedUntilCommit) {
   Harness h;
   h.state.map.insert("k", "old", nullptr);
