@@ -9,7 +9,8 @@ The client needs CAP_NET_RAW: it sends raw Ethernet frames whose destination MAC
 the key hash (docs/wire-format.md).
 """
 from .client import Client, Request, Result
-from .errors import ExoError, KeyTooLong, ServerError, Timeout, ValueTooLarge
+from .errors import (DefinitelyFailed, ExoError, KeyTooLong, ServerError, Timeout, UnknownOutcome,
+                     ValueTooLarge)
 
 __all__ = ["Client", "Request", "Result", "ExoError", "KeyTooLong", "ServerError", "Timeout",
-           "ValueTooLarge"]
+           "ValueTooLarge", "UnknownOutcome", "DefinitelyFailed"]

@@ -2,7 +2,14 @@
 
 The client keeps no cluster state: the key hash in the destination MAC is all the switch
 needs. Requests are pipelined (up to `window` in flight); each is resent with the same
-(client_id, seq) after `timeout` seconds, at most `retries` times.
+(client_id, seq) after `timeout` seconds, at most `retries` times. A db node applies a request
+id at most once and answers a resend with the first outcome (docs/two-phase-commit.md).
+
+A BUSY reply means "not applied, try again later" (e.g. the cache node holding the key did not
+answer the two-phase commit). The node remembers that outcome for the id, so a delayed copy of
+the request can never be applied later; the client therefore retries under a *new* seq after a
+short backoff. So the outcome of a write is decided by its last id alone: a reply says applied
+(OK) or not (ERROR, BUSY); no reply to the last id leaves it unknown.
 """
 from __future__ import annotations
 
@@ -13,9 +20,10 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Optional
 
 from . import wire
-from .errors import KeyTooLong, ServerError, Timeout, ValueTooLarge
+from .errors import DefinitelyFailed, KeyTooLong, ServerError, Timeout, UnknownOutcome, ValueTooLarge
 from .rawio import RawIO
 
+OP_NAMES = {wire.OP_GET: "get", wire.OP_PUT: "put", wire.OP_DELETE: "delete"}
 STATUS_NAMES = {wire.ST_OK: "OK", wire.ST_NOT_FOUND: "NOT_FOUND", wire.ST_ERROR: "ERROR",
                 wire.ST_BAD_REQUEST: "BAD_REQUEST", wire.ST_BUSY: "BUSY"}
 
@@ -40,6 +48,16 @@ class Result:
     def from_cache(self) -> bool:
         return bool(self.flags & wire.FLAG_FROM_CACHE)
 
+    @property
+    def outcome(self) -> str:
+        """"ok" (OK or NOT_FOUND), "unknown" (a write with no reply: maybe applied) or
+        "failed" (definitely no effect: a refused write, or any failed read)."""
+        if self.status in (wire.ST_OK, wire.ST_NOT_FOUND):
+            return "ok"
+        if self.status is None and self.request.op != wire.OP_GET:
+            return "unknown"
+        return "failed"
+
 
 @dataclass
 class _InFlight:
@@ -48,6 +66,9 @@ class _InFlight:
     first_sent: float
     deadline: float
     attempts: int
+    hid: Optional[int] = None  # id in the history, when one is recorded
+    busy: int = 0              # BUSY replies so far (each retried under a new seq)
+    unsent: bool = False       # waiting out a BUSY backoff: send `frame` at `deadline`
 
 
 class Client:
@@ -58,7 +79,7 @@ class Client:
 
     def __init__(self, iface: str, *, timeout: float = 0.25, retries: int = 4, mtu: int = 1500,
                  udp_port: int = 7777, service_ip: str = "10.0.0.254", window: int = 32,
-                 client_id: Optional[int] = None, io=None):
+                 client_id: Optional[int] = None, io=None, history=None, name: str = ""):
         self.io = io if io is not None else RawIO(iface)  # io: tests pass a fake
         self.timeout = timeout
         self.retries = retries
@@ -68,7 +89,11 @@ class Client:
         self.window = window
         self.client_id = client_id if client_id is not None else int.from_bytes(os.urandom(4), "big")
         self._seq = 0
-        self.stats = {"sent": 0, "resent": 0, "replies": 0, "stray_replies": 0, "timeouts": 0}
+        # history: an exoskeleton.history.History; every request's invoke and outcome go in it.
+        self.history = history
+        self.name = name or f"{self.client_id:08x}"
+        self.stats = {"sent": 0, "resent": 0, "replies": 0, "stray_replies": 0, "timeouts": 0,
+                      "busy_retries": 0}
 
     # ---- public API ----
     def get(self, key: bytes, timeout: Optional[float] = None) -> Optional[bytes]:
@@ -126,23 +151,34 @@ class Client:
                 self.check(req)
                 seq = self._next_seq()
                 frame = self._frame(req, seq)
+                hid = None
+                if self.history is not None:
+                    hid = self.history.invoke(OP_NAMES[req.op], req.key,
+                                              req.value if req.op == wire.OP_PUT else None, self.name)
                 self.io.send(frame)
                 self.stats["sent"] += 1
-                inflight[seq] = _InFlight(req, frame, now, now + timeout, 1)
+                inflight[seq] = _InFlight(req, frame, now, now + timeout, 1, hid)
             if not inflight and (exhausted or (stop_at is not None and now >= stop_at)):
                 return
             next_deadline = min(f.deadline for f in inflight.values())
             data = self.io.recv(next_deadline - time.monotonic())
             if data is not None:
-                self._on_reply(data, inflight, on_result)
+                self._on_reply(data, inflight, on_result, timeout)
             now = time.monotonic()
             for seq, f in list(inflight.items()):
                 if f.deadline > now:
                     continue
-                if f.attempts > self.retries:
+                if f.unsent:  # BUSY backoff over: first send under the new seq
+                    self.io.send(f.frame)
+                    self.stats["sent"] += 1
+                    f.unsent = False
+                    f.attempts += 1
+                    f.deadline = now + timeout
+                elif f.attempts > self.retries:
                     del inflight[seq]
                     self.stats["timeouts"] += 1
-                    on_result(Result(f.request, None, b"", 0, now - f.first_sent, f.attempts))
+                    self._finish(f, Result(f.request, None, b"", 0, now - f.first_sent, f.attempts),
+                                 on_result)
                 else:
                     self.io.send(f.frame)  # same (client_id, seq): the node sees a resend
                     self.stats["resent"] += 1
@@ -169,11 +205,21 @@ class Client:
     # ---- internals ----
     def _one(self, req: Request, timeout: Optional[float]) -> Result:
         res = self.execute([req], timeout=timeout)[0]
+        if res.status is None and req.op == wire.OP_GET:
+            raise Timeout(f"GET of {req.key!r}: no reply after {res.attempts} attempts", [req.key])
         if res.status is None:
-            what = "GET" if req.op == wire.OP_GET else "write (outcome unknown: it may have been applied)"
-            raise Timeout(f"{what} of {req.key!r}: no reply after {res.attempts} attempts", [req.key])
+            raise UnknownOutcome(f"{OP_NAMES[req.op].upper()} of {req.key!r}: no reply after "
+                                 f"{res.attempts} attempts; outcome unknown (it may have been applied)",
+                                 [req.key])
         _raise_for_status(res)
         return res
+
+    def _finish(self, f: _InFlight, res: Result, on_result: Callable[[Result], None]) -> None:
+        if self.history is not None and f.hid is not None:
+            outcome = {"ok": "ok", "failed": "fail", "unknown": "unknown"}[res.outcome]
+            value = res.value if (res.request.op == wire.OP_GET and res.status == wire.ST_OK) else None
+            self.history.complete(f.hid, outcome, value)
+        on_result(res)
 
     def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFFFFFF
@@ -185,7 +231,7 @@ class Client:
                                  self.service_ip, self.io.port, self.udp_port, msg)
 
     def _on_reply(self, data: bytes, inflight: dict[int, _InFlight],
-                  on_result: Callable[[Result], None]) -> None:
+                  on_result: Callable[[Result], None], timeout: float) -> None:
         try:
             msg = wire.decode_payload(data)
         except wire.MalformedFrame:
@@ -197,12 +243,25 @@ class Client:
             return
         del inflight[msg.seq]
         self.stats["replies"] += 1
-        on_result(Result(f.request, msg.status, msg.value, msg.flags,
-                         time.monotonic() - f.first_sent, f.attempts))
+        if msg.status == wire.ST_BUSY and f.attempts <= self.retries:
+            # Not applied, and the node will not apply this id later: retry under a new id.
+            f.busy += 1
+            seq = self._next_seq()
+            f.frame = self._frame(f.request, seq)
+            f.unsent = True
+            f.deadline = time.monotonic() + min(timeout, 0.02 * (1 << min(f.busy, 6)))
+            inflight[seq] = f
+            self.stats["busy_retries"] += 1
+            return
+        self._finish(f, Result(f.request, msg.status, msg.value, msg.flags,
+                               time.monotonic() - f.first_sent, f.attempts), on_result)
 
 
 def _raise_for_status(res: Result) -> None:
     if res.status in (wire.ST_OK, wire.ST_NOT_FOUND):
         return
     name = STATUS_NAMES.get(res.status, str(res.status))
-    raise ServerError(f"{name} for key {res.request.key!r}", res.status, res.request.key)
+    if res.request.op == wire.OP_GET:
+        raise ServerError(f"{name} for GET of {res.request.key!r}", res.status, res.request.key)
+    raise DefinitelyFailed(f"{name} for {OP_NAMES[res.request.op].upper()} of {res.request.key!r}: "
+                           f"not applied (definitely failed)", res.status, res.request.key)

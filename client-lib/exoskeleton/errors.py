@@ -1,9 +1,19 @@
-"""Named exceptions of the client library. All derive from ExoError."""
+"""Named exceptions of the client library. All derive from ExoError.
+
+Every error a request can end in says what became of the request, in `outcome`:
+  "failed"  - it definitely had no effect (nothing was sent, the node refused it, or it was a
+              read: a read has no effect whatever happened);
+  "unknown" - a write got no reply after every resend: it may or may not have been applied.
+An application that must know retries an unknown write (writes are idempotent per value) or
+reads the key back.
+"""
 from __future__ import annotations
 
 
 class ExoError(Exception):
     """Base class of every error the client raises."""
+
+    outcome = "failed"
 
 
 class KeyTooLong(ExoError, ValueError):
@@ -15,17 +25,29 @@ class ValueTooLarge(ExoError, ValueError):
 
 
 class Timeout(ExoError, TimeoutError):
-    """No reply after every resend. The outcome of a write is unknown: it may have been applied."""
+    """No reply after every resend. For a read that is a definite failure (a read changes
+    nothing); a write raises the subclass UnknownOutcome instead."""
 
     def __init__(self, message: str, keys: list[bytes] | None = None):
         super().__init__(message)
         self.keys = keys or []
 
 
+class UnknownOutcome(Timeout):
+    """A write got no reply after every resend: it may have been applied or not."""
+
+    outcome = "unknown"
+
+
 class ServerError(ExoError):
-    """A node answered with an error status (see `status`)."""
+    """A node answered with an error status (see `status`). Db nodes answer ERROR and BUSY only
+    for writes they did not apply, so this is a definite failure."""
 
     def __init__(self, message: str, status: int, key: bytes = b""):
         super().__init__(message)
         self.status = status
         self.key = key
+
+
+class DefinitelyFailed(ServerError):
+    """A write the cluster refused (ERROR, or BUSY after every retry): it was not applied."""

@@ -127,3 +127,90 @@ def test_get_reply_flag_from_cache():
     from exoskeleton import Request
     (res,) = c.execute([Request(wire.OP_GET, b"k")])
     assert res.from_cache
+
+
+# ---- outcomes: definitely failed vs unknown (issue "Linearizable under faults") ----
+
+def test_write_timeout_is_unknown_outcome_and_read_timeout_is_a_failure():
+    from exoskeleton import UnknownOutcome
+    c = make(lambda m, a: None)
+    with pytest.raises(UnknownOutcome) as err:
+        c.delete(b"k")
+    assert err.value.outcome == "unknown"
+    with pytest.raises(Timeout) as err:
+        c.get(b"k")
+    assert not isinstance(err.value, UnknownOutcome) and err.value.outcome == "failed"
+
+
+def test_error_reply_to_a_write_is_definitely_failed():
+    from exoskeleton import DefinitelyFailed
+    c = make(lambda m, a: [reply_to(m, status=wire.ST_ERROR)])
+    with pytest.raises(DefinitelyFailed) as err:
+        c.set(b"k", b"v")
+    assert err.value.outcome == "failed" and err.value.status == wire.ST_ERROR
+
+
+def test_busy_is_retried_under_a_new_request_id():
+    # The node records BUSY for an id (a late copy of it is never applied), so the retry must
+    # be a new id; the first reply to the new id decides.
+    busy_seqs = set()
+
+    def node(m, attempt):
+        if len(busy_seqs) < 2:
+            busy_seqs.add(m.seq)
+            return [reply_to(m, status=wire.ST_BUSY)]
+        return [reply_to(m)]
+
+    c = make(node)
+    c.set(b"k", b"v")
+    seqs = [f.msg.seq for f in c.io.sent]
+    assert len(seqs) == 3 and len(set(seqs)) == 3
+    assert c.stats["busy_retries"] == 2
+
+
+def test_busy_after_every_retry_is_definitely_failed():
+    from exoskeleton import DefinitelyFailed
+    c = make(lambda m, a: [reply_to(m, status=wire.ST_BUSY)])
+    with pytest.raises(DefinitelyFailed):
+        c.set(b"k", b"v")
+    assert len(c.io.sent) == 3  # first try + 2 retries, each under its own id
+
+
+class RecordingHistory:
+    def __init__(self):
+        self.ops = {}
+
+    def invoke(self, op, key, value, client):
+        self.ops[len(self.ops)] = [op, key, value, client, None, None]
+        return len(self.ops) - 1
+
+    def complete(self, hid, outcome, value):
+        self.ops[hid][4:] = [outcome, value]
+
+
+def test_history_records_each_request_with_its_outcome():
+    store = {}
+
+    def node(m, attempt):
+        if m.key == b"lost":
+            return None
+        if m.opcode == wire.OP_PUT:
+            store[m.key] = m.value
+            return [reply_to(m)]
+        if m.key in store:
+            return [reply_to(m, value=store[m.key])]
+        return [reply_to(m, status=wire.ST_NOT_FOUND)]
+
+    h = RecordingHistory()
+    c = make(node, history=h, name="c0")
+    c.set(b"a", b"1")
+    assert c.get(b"a") == b"1"
+    assert c.get(b"b") is None
+    with pytest.raises(Timeout):
+        c.set(b"lost", b"x")
+    assert list(h.ops.values()) == [
+        ["put", b"a", b"1", "c0", "ok", None],
+        ["get", b"a", None, "c0", "ok", b"1"],
+        ["get", b"b", None, "c0", "ok", None],
+        ["put", b"lost", b"x", "c0", "unknown", None],
+    ]
