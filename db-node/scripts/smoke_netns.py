@@ -60,10 +60,11 @@ def cluster_json(threads: int = 2) -> dict:
         "cluster": {"name": "exodb", "mtu": 1500, "udp_port": PORT, "service_ip": "10.0.0.254"},
         "switch": {"partition_bits": 1},
         "controller": {"grpc": f"unix:{WORK}/controller.sock"},
-        # Every GET sampled and a REPORT every 100 ms, so the hot-key checks are exact and quick.
+        # Every GET sampled, no confidence discount (a key seen once would report rate 0) and a
+        # REPORT every 100 ms, so the hot-key checks are exact and quick.
         "hot_keys": {"top_k": 16, "sample_rate": 1.0, "segment_ms": 1000, "segments": 4,
                      "weights": [8, 4, 2, 1], "load_ewma_alpha": 0.5, "report_interval_ms": 100,
-                     "report_keys": 4},
+                     "report_keys": 4, "confidence_z": 0},
         "cache_nodes": [{"name": "cache0", "mac": "02:00:00:00:01:01", "ip": "10.0.1.1", "switch_port": 1,
                          "iface": "none", "grpc": f"unix:{WORK}/cache0.sock", "capacity": 10,
                          "lcores": "0", "burst": 32, "idle_sleep_us": 20, "eal_args": []}],
@@ -254,7 +255,7 @@ def run(binary: str) -> None:
               f"cache node saw Prepare then Commit ({fake.calls})")
         cache_srv.stop(0).wait()
         f = c.call(wire.OP_PUT, b"hot", b"lost")
-        check(f is not None and f.msg.status == wire.ST_ERROR, "cache node down: PUT cached key -> ERROR")
+        check(f is not None and f.msg.status == wire.ST_BUSY, "cache node down: PUT cached key -> BUSY")
         f = c.call(wire.OP_GET, b"hot")
         check(f is not None and f.msg.value == b"new", "failed Prepare left the old value")
         ev = stub.Evict(pb.EvictRequest(keys=[b"hot"], cache_node="other"), timeout=2)
@@ -271,8 +272,10 @@ def run(binary: str) -> None:
         check(s["malformed_dropped"] == 3, f"malformed_dropped == 3 ({s['malformed_dropped']})")
         check(s["ignored"] >= 1, "ignored >= 1")
         check(s["puts"] == 6 and s["gets"] == 7 and s["deletes"] == 1, "puts 6, gets 7, deletes 1")
-        check(s["forwarded_gets"] == 1 and s["writes_propagated"] == 1 and s["errors"] == 1,
-              "forwarded_gets 1, writes_propagated 1, errors 1")
+        check(s["forwarded_gets"] == 1 and s["writes_propagated"] == 1 and s["errors"] == 0
+              and s["busy_writes"] == 1 and s["resolver_pending"] == 1,
+              "forwarded_gets 1, writes_propagated 1, errors 0, busy_writes 1, resolver_pending 1 "
+              "(the Abort for the dead cache node)")
         check(s["requests_served"] == 14 and s["not_found"] == 4 and s["cached_keys"] == 0,
               "requests_served 14, not_found 4, cached_keys 0")
         check(s["misrouted"] == 0 and s["tx_errors"] == 0, "misrouted 0, tx_errors 0")
@@ -288,6 +291,13 @@ def run(binary: str) -> None:
     try:
         f = c.call(wire.OP_GET, b"hot")
         check(f is not None and f.msg.value == b"after", "GET hot after restart -> 'after'")
+        stub = pbg.DbNodeStub(grpc.insecure_channel(f"unix:{WORK}/db0.sock"))
+        s = stats(stub)
+        check(s["txns_recovered"] == 1 and s["resolver_pending"] == 1,
+              "the undelivered Abort survived the restart (txns_recovered 1, resolver_pending 1)")
+        fg = stub.ForgetCacheNode(pb.ForgetCacheNodeRequest(cache_node="cache0"), timeout=2)
+        check(fg.keys_dropped == 0 and fg.txns_dropped == 1, "ForgetCacheNode(cache0) drops the Abort")
+        check(stats(stub)["resolver_pending"] == 0, "nothing left to resolve")
     finally:
         rc, _ = stop_node(node)
     check(rc == 0, "second shutdown clean")

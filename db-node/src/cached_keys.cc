@@ -30,4 +30,11 @@ bool CachedKeys::Guard::unmark(std::string_view key, std::string_view cache_node
   return true;
 }
 
+std::vector<std::string> CachedKeys::Guard::keys_held_by(std::string_view cache_node) const {
+  std::vector<std::string> out;
+  for (const auto& [key, node] : stripe_->holder)
+    if (node == cache_node) out.push_back(key);
+  return out;
+}
+
 }  // namespace exo::db

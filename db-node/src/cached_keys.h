@@ -1,4 +1,6 @@
 // Which of this node's keys a cache node holds (thesis 3.6.1), and the per-key write lock.
+// This is the in-memory copy; Cf::kCached holds the durable one (marks.h writes both, and
+// start-up loads it back, recovery.h).
 //
 // A cache node FETCHes a key before caching it and EVICTs it after dropping it; in between,
 // every PUT/DELETE of the key must be propagated to that cache node before the client is
@@ -17,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace exo::db {
 
@@ -41,6 +44,8 @@ class CachedKeys {
     void mark(std::string_view key, std::string_view cache_node);
     // Forgets `key` if `cache_node` holds it. Returns whether it did.
     bool unmark(std::string_view key, std::string_view cache_node);
+    // The keys of this stripe that `cache_node` holds (ForgetCacheNode walks every stripe).
+    std::vector<std::string> keys_held_by(std::string_view cache_node) const;
 
    private:
     friend class CachedKeys;
@@ -54,6 +59,8 @@ class CachedKeys {
   Guard lock(uint64_t hash) { return Guard(*this, stripes_[hash % kStripes]); }
   // Convenience: hashes the key first.
   Guard lock_key(std::span<const uint8_t> key);
+  // Stripe number i (0 <= i < kStripes), for walks over every key.
+  Guard lock_stripe(size_t i) { return Guard(*this, stripes_[i % kStripes]); }
 
   // Gauge: keys currently tracked.
   uint64_t size() const { return count_.load(std::memory_order_relaxed); }

@@ -3,23 +3,17 @@
 #include <grpcpp/grpcpp.h>
 
 #include "log.h"
+#include "marks.h"
 #include "unix_socket.h"
 #include "wire.h"
 
 namespace exo::db {
-namespace {
-
-std::span<const uint8_t> bytes_of(const std::string& s) {
-  return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
-
-}  // namespace
 
 ControlService::ControlService(const Cluster& cluster, std::string node_name, KvStore& store,
-                               CachedKeys& cached, const CounterSet& all, Counters& control,
-                               Reporter* reporter)
+                               CachedKeys& cached, Resolver& resolver, const CounterSet& all,
+                               Counters& control, Reporter* reporter)
     : cluster_(cluster), node_name_(std::move(node_name)), store_(store), cached_(cached),
-      all_(all), c_(control), reporter_(reporter) {}
+      resolver_(resolver), all_(all), c_(control), reporter_(reporter) {}
 
 grpc::Status ControlService::Fetch(grpc::ServerContext*, const exo::FetchRequest* req,
                                    exo::FetchReply* rep) {
@@ -39,9 +33,11 @@ grpc::Status ControlService::Fetch(grpc::ServerContext*, const exo::FetchRequest
     // The stripe lock orders this read against writes of the key: either the write finished
     // before (we return its value) or it starts after we marked the key (it is propagated).
     CachedKeys::Guard guard = cached_.lock_key(bytes_of(key));
-    const StoreResult r = store_.get(bytes_of(key), &value);
+    StoreResult r = store_.get(bytes_of(key), &value);
+    // The mark must be durable before the value leaves: after a restart this node must still
+    // know to propagate writes of the key, or the cache node would serve a stale value.
+    if (r.ok()) r = mark_held(store_, guard, key, req->cache_node());
     if (r.ok()) {
-      guard.mark(key, req->cache_node());
       fv->set_found(true);
       fv->set_value(value);
       add_shared(c_.fetched_keys);
@@ -49,7 +45,7 @@ grpc::Status ControlService::Fetch(grpc::ServerContext*, const exo::FetchRequest
       fv->set_found(false);
       if (r.code == StoreResult::kError) {
         add_shared(c_.errors);
-        LOG_WARN("Fetch read failed: %s", r.error.c_str());
+        LOG_WARN("Fetch failed: %s", r.error.c_str());
       }
     }
   }
@@ -59,12 +55,41 @@ grpc::Status ControlService::Fetch(grpc::ServerContext*, const exo::FetchRequest
 grpc::Status ControlService::Evict(grpc::ServerContext*, const exo::EvictRequest* req,
                                    exo::EvictReply* rep) {
   uint32_t n = 0;
+  std::string err;
   for (const std::string& key : req->keys()) {
     CachedKeys::Guard guard = cached_.lock_key(bytes_of(key));
-    if (guard.unmark(key, req->cache_node())) ++n;
+    if (unmark_held(store_, guard, key, req->cache_node(), &err)) ++n;
   }
+  if (!err.empty()) LOG_WARN("Evict: deleting a mark on disk failed (harmless): %s", err.c_str());
   add_shared(c_.evicted_keys, n);
   rep->set_evicted(n);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::ForgetCacheNode(grpc::ServerContext*,
+                                             const exo::ForgetCacheNodeRequest* req,
+                                             exo::ForgetCacheNodeReply* rep) {
+  const std::string& node = req->cache_node();
+  if (!cluster_.find_cache(node))
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "cache_node: no cache node named '" + node + "'");
+  // Keys first, then decisions: once a key is untracked no new decision for this node can be
+  // queued for it (no write propagates to the node any more), so none survives the forget.
+  // Stripe by stripe: each is locked only while its own keys are untracked, so writes and
+  // Fetches of other stripes go on meanwhile.
+  uint32_t keys = 0;
+  std::string err;
+  for (size_t i = 0; i < CachedKeys::kStripes; ++i) {
+    CachedKeys::Guard guard = cached_.lock_stripe(i);
+    for (const std::string& key : guard.keys_held_by(node))
+      if (unmark_held(store_, guard, key, node, &err)) ++keys;
+  }
+  if (!err.empty()) LOG_WARN("ForgetCacheNode: deleting a mark on disk failed: %s", err.c_str());
+  const size_t txns = resolver_.forget(node);
+  LOG_INFO("forgot cache node %s: %u keys untracked, %zu undelivered decisions dropped",
+           node.c_str(), keys, txns);
+  rep->set_keys_dropped(keys);
+  rep->set_txns_dropped(static_cast<uint32_t>(txns));
   return grpc::Status::OK;
 }
 

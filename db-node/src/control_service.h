@@ -1,5 +1,6 @@
-// The DbNode gRPC service (proto/exoproto/control.proto): Fetch/Evict bookkeeping of which
-// keys a cache node holds (thesis 3.6.1), Stats, and HotKeys (the REPORT the node would send).
+// The DbNode gRPC service (proto/exoproto/control.proto): Fetch/Evict/ForgetCacheNode
+// bookkeeping of which keys a cache node holds (thesis 3.6.1; persisted, marks.h), Stats, and
+// HotKeys (the REPORT the node would send).
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include "counters.h"
 #include "exoproto/control.grpc.pb.h"
 #include "reporter.h"
+#include "resolver.h"
 #include "store.h"
 
 namespace grpc {
@@ -23,17 +25,23 @@ class ControlService final : public exo::DbNode::Service {
   // `control` is the counter block of the control plane (written by several gRPC threads).
   // `reporter` (may be null: HotKeys then fails with FAILED_PRECONDITION) builds HotKeys replies.
   ControlService(const Cluster& cluster, std::string node_name, KvStore& store, CachedKeys& cached,
-                 const CounterSet& all, Counters& control, Reporter* reporter = nullptr);
+                 Resolver& resolver, const CounterSet& all, Counters& control,
+                 Reporter* reporter = nullptr);
 
-  // For each key, under its stripe lock: read it; if found, mark it held by req.cache_node and
-  // return its value. A missing key is returned found=false and not tracked; so is a key whose
-  // read failed (counted in errors), so the cache node skips both.
+  // For each key, under its stripe lock: read it; if found, mark it held by req.cache_node
+  // (durably first) and return its value. A missing key is returned found=false and not
+  // tracked; so is a key whose read or mark failed (counted in errors), so the cache node
+  // skips both.
   grpc::Status Fetch(grpc::ServerContext* ctx, const exo::FetchRequest* req,
                      exo::FetchReply* rep) override;
   // Untracks each key held by req.cache_node; keys tracked for another cache node are left
   // alone. Returns how many were untracked.
   grpc::Status Evict(grpc::ServerContext* ctx, const exo::EvictRequest* req,
                      exo::EvictReply* rep) override;
+  // Untracks every key req.cache_node holds and drops the resolver's undelivered decisions for
+  // it (with their txlog records). INVALID_ARGUMENT for a name not in the cluster config.
+  grpc::Status ForgetCacheNode(grpc::ServerContext* ctx, const exo::ForgetCacheNodeRequest* req,
+                               exo::ForgetCacheNodeReply* rep) override;
   grpc::Status Stats(grpc::ServerContext* ctx, const exo::StatsRequest* req,
                      exo::StatsReply* rep) override;
   // The REPORT the reporter would send now: same load, keys and rates, and the sequence number
@@ -46,6 +54,7 @@ class ControlService final : public exo::DbNode::Service {
   std::string node_name_;
   KvStore& store_;
   CachedKeys& cached_;
+  Resolver& resolver_;
   const CounterSet& all_;
   Counters& c_;
   Reporter* reporter_;

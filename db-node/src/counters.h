@@ -5,7 +5,8 @@
 // plain relaxed load + store (no locked instruction, no shared cache line: blocks are
 // alignas(64)). Readers (the Stats RPC) sum the blocks with relaxed loads; the atomics only
 // exist so that concurrent reads are not data races. The control-plane block is written by
-// several gRPC threads and therefore uses add_shared() (fetch_add).
+// several gRPC threads and therefore uses add_shared() (fetch_add). A gauge (resolver_pending)
+// is set with set_gauge() in exactly one block (the resolver's), so the sum is its value.
 #pragma once
 
 #include <array>
@@ -29,7 +30,7 @@ namespace exo::db {
   X(not_found, "GETs answered NOT_FOUND")                                                   \
   X(misrouted, "requests for keys this node does not own (served anyway)")                  \
   X(forwarded_gets, "GETs a cache node forwarded (FORWARDED flag)")                         \
-  X(errors, "requests answered ERROR, and failed reads during Fetch")                       \
+  X(errors, "requests answered ERROR, and failed reads or marks during Fetch")              \
   X(writes_propagated, "writes to cached keys committed on the cache node")                 \
   X(requests_served, "replies sent")                                                        \
   X(tx_errors, "replies the socket did not accept")                                         \
@@ -37,7 +38,14 @@ namespace exo::db {
   X(evicted_keys, "keys untracked by Evict")                                                \
   X(hot_sampled, "GETs sampled into the hot-key detector")                                 \
   X(reports_sent, "REPORTs the cache node accepted")                                       \
-  X(report_errors, "REPORTs that failed or were refused")
+  X(report_errors, "REPORTs that failed or were refused")                                   \
+  X(duplicate_writes, "resent writes already answered: the recorded status, not re-applied") \
+  X(busy_writes, "writes answered BUSY: not applied, the client retries")                  \
+  X(commits_deferred, "writes committed here whose Commit RPC failed: answered OK, "        \
+                      "Commit left to the resolver")                                        \
+  X(txns_recovered, "undelivered Commit/Abort decisions found at start-up")                \
+  X(resolver_pending, "gauge: Commit/Abort decisions the resolver still has to deliver")   \
+  X(resolver_resolved, "Commit/Abort decisions the resolver delivered (definitive answer)")
 
 struct CounterDesc {
   const char* name;
@@ -77,6 +85,11 @@ inline void bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
 // Multi-writer increment, for the block shared by gRPC handler threads.
 inline void add_shared(std::atomic<uint64_t>& c, uint64_t by = 1) {
   c.fetch_add(by, std::memory_order_relaxed);
+}
+
+// Gauge update; the caller serializes writers of this block's gauge (the resolver's lock).
+inline void set_gauge(std::atomic<uint64_t>& c, uint64_t v) {
+  c.store(v, std::memory_order_relaxed);
 }
 
 // All blocks of the process. Blocks are created at start-up (before threads run) and live as

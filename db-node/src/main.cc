@@ -2,9 +2,10 @@
 //
 //   exo-db-node --cluster cluster.json --name db0 [--log-level info]
 //
-// Wiring only: parse args, load the resolved cluster, open the store, start the DbNode gRPC
-// service, the REPORT thread (when the node has a cache node) and `threads` packet threads,
-// wait for SIGINT/SIGTERM, stop everything in reverse.
+// Wiring only: parse args, load the resolved cluster, open the store, recover the 2PC state
+// (recovery.h), start the DbNode gRPC service, the resolver and dedup-sweep threads, the
+// REPORT thread (when the node has a cache node) and `threads` packet threads, wait for
+// SIGINT/SIGTERM, stop everything in reverse.
 // Exit codes: 0 clean shutdown, 2 bad config or unknown node name, 1 other start-up failure.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -21,13 +22,17 @@
 #include "cluster.h"
 #include "control_service.h"
 #include "counters.h"
+#include "dedup_table.h"
 #include "hot_keys/hot_key_detector.h"
 #include "log.h"
 #include "packet_loop.h"
+#include "periodic.h"
 #include "propagator.h"
 #include "raw_socket.h"
+#include "recovery.h"
 #include "reporter.h"
 #include "request_handler.h"
+#include "resolver.h"
 #include "store.h"
 
 using namespace exo::db;
@@ -93,6 +98,24 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  CounterSet counters;
+  CachedKeys cached;
+  GrpcPropagator propagator(cluster);
+  DedupTable dedup;
+  Resolver resolver(*store, cached, propagator, counters.add_block());
+  // Before any thread can write or Fetch: the marks, dedup records and undelivered decisions
+  // of the previous run must be in place first (docs/two-phase-commit.md).
+  RecoveryReport rec;
+  if (const StoreResult r = recover(*store, cluster, cached, dedup, resolver, &rec); !r.ok()) {
+    std::fprintf(stderr, "exo-db-node: recovering %s: %s\n", self.data_dir.c_str(),
+                 r.error.c_str());
+    return 1;
+  }
+  LOG_INFO("recovered: %zu prepared transactions rolled back, %zu Commit + %zu Abort decisions "
+           "to deliver (%zu dropped), %zu cached-key marks (%zu dropped), %zu dedup records",
+           rec.prepared_rolled_back, rec.commits_queued, rec.aborts_queued, rec.txlog_dropped,
+           rec.marks_loaded, rec.marks_dropped, rec.dedup_loaded);
+
   // Sockets before the gRPC server, so a missing interface fails fast and leaves no socket file.
   std::vector<int> fds;
   auto close_fds = [&fds] {
@@ -109,13 +132,10 @@ int main(int argc, char** argv) {
     fds.push_back(fd);
   }
 
-  CounterSet counters;
-  CachedKeys cached;
-  GrpcPropagator propagator(cluster);
   TxIdSource txids(TxIdSource::from_clock());
   HotKeyDetector detector(cluster.hot_keys, exo::steady_ms());
-  const NodeContext ctx{cluster, static_cast<uint32_t>(self_index), *store, cached, propagator, txids,
-                        &detector};
+  const NodeContext ctx{cluster,   static_cast<uint32_t>(self_index), *store, cached, propagator,
+                        txids,     dedup,     resolver,  &detector};
 
   // REPORTs go to the cache node serving this node's partitions; without one there is nobody
   // to tell, but HotKeys still answers.
@@ -133,8 +153,8 @@ int main(int argc, char** argv) {
   Reporter reporter(cluster.hot_keys, self.name, detector, counters, counters.add_block(),
                     sink.get());
 
-  ControlService service(cluster, self.name, *store, cached, counters, counters.add_block(),
-                         &reporter);
+  ControlService service(cluster, self.name, *store, cached, resolver, counters,
+                         counters.add_block(), &reporter);
   std::unique_ptr<grpc::Server> server = start_control_server(self.grpc, service, &err);
   if (!server) {
     std::fprintf(stderr, "exo-db-node: db_nodes[%d].grpc: %s\n", self_index, err.c_str());
@@ -143,6 +163,15 @@ int main(int argc, char** argv) {
   }
 
   reporter.start();  // after the server: a REPORT makes the cache node Fetch from us
+  PeriodicThread resolving(Resolver::kRetryInterval, [&resolver] { resolver.run_once(); });
+  // Every few seconds is plenty: a record lives kTtlMs (60 s); the sweep only bounds memory.
+  PeriodicThread sweeping(std::chrono::seconds(5), [&dedup, &store] {
+    std::string e;
+    sweep_dedup(dedup, *store, wall_clock_ms(), &e);
+    if (!e.empty()) LOG_WARN("dedup sweep: %s", e.c_str());
+  });
+  resolving.start();
+  sweeping.start();
 
   std::atomic<bool> quit{false};
   std::vector<std::unique_ptr<RequestHandler>> handlers;
@@ -170,6 +199,8 @@ int main(int argc, char** argv) {
   quit = true;
   for (auto& t : threads) t.join();  // each returns within one SO_RCVTIMEO
   close_fds();
+  sweeping.stop();
+  resolving.stop();  // undelivered decisions stay in the txlog for the next start
   reporter.stop();  // before the server, the reverse of start-up
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   server->Wait();

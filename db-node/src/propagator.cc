@@ -39,8 +39,15 @@ GrpcPropagator::Peer* GrpcPropagator::peer(const std::string& cache_node, std::s
   }
   Peer* p = it->second.get();
   std::call_once(p->once, [p] {
-    // CreateChannel does not connect; the first RPC does (and fails fast on its deadline).
-    p->channel = grpc::CreateChannel(p->address, grpc::InsecureChannelCredentials());
+    // Creating a channel does not connect; the first RPC does (and fails fast on its
+    // deadline). gRPC's default reconnect backoff starts at 1 s and grows to 120 s: after a
+    // cache node restart, RPCs would fail for up to two minutes without even trying. Pending
+    // writes of its keys answer BUSY until the resolver gets through, so retry often.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    p->channel = grpc::CreateCustomChannel(p->address, grpc::InsecureChannelCredentials(), args);
     p->stub = exo::CacheNode::NewStub(p->channel);
   });
   return p;
@@ -85,42 +92,49 @@ PrepareOutcome GrpcPropagator::prepare(const std::string& cache_node, std::span<
 namespace {
 
 template <typename Fn>
-bool finish(Fn&& call, const char* what, const std::string& node, std::span<const uint8_t> key,
-            uint64_t txid, std::chrono::milliseconds deadline, std::string* error) {
+FinishOutcome finish(Fn&& call, const char* what, const std::string& node,
+                     std::span<const uint8_t> key, uint64_t txid,
+                     std::chrono::milliseconds deadline) {
   exo::TxRequest req;
   req.set_key(key.data(), key.size());
   req.set_txid(txid);
   exo::TxReply rep;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  FinishOutcome out;
   const grpc::Status s = call(&ctx, req, &rep);
   if (!s.ok()) {
-    *error = rpc_error(what, node, s);
-    return false;
+    out.code = FinishOutcome::kUnreachable;
+    out.error = rpc_error(what, node, s);
+  } else if (!rep.ok()) {
+    // The cache node only refuses a Commit/Abort when it has no prepared write of this txid
+    // for the key (none at all, or another txid's): nothing of ours is pending there.
+    out.code = FinishOutcome::kRefused;
+    out.error = std::string(what) + " refused by " + node + ": " + rep.error();
+  } else {
+    out.code = rep.cached() ? FinishOutcome::kDone : FinishOutcome::kNotCached;
   }
-  if (!rep.ok()) {
-    *error = std::string(what) + " refused by " + node + ": " + rep.error();
-    return false;
-  }
-  return true;
+  return out;
 }
 
 }  // namespace
 
-bool GrpcPropagator::commit(const std::string& cache_node, std::span<const uint8_t> key,
-                            uint64_t txid, std::string* error) {
-  Peer* p = peer(cache_node, error);
-  if (!p) return false;
+FinishOutcome GrpcPropagator::commit(const std::string& cache_node, std::span<const uint8_t> key,
+                                     uint64_t txid) {
+  FinishOutcome out;
+  Peer* p = peer(cache_node, &out.error);
+  if (!p) return out;  // kUnreachable: a name the config does not know is never reachable
   return finish([p](auto* c, const auto& r, auto* o) { return p->stub->Commit(c, r, o); }, "Commit",
-                cache_node, key, txid, deadline_, error);
+                cache_node, key, txid, deadline_);
 }
 
-bool GrpcPropagator::abort(const std::string& cache_node, std::span<const uint8_t> key,
-                           uint64_t txid, std::string* error) {
-  Peer* p = peer(cache_node, error);
-  if (!p) return false;
+FinishOutcome GrpcPropagator::abort(const std::string& cache_node, std::span<const uint8_t> key,
+                                    uint64_t txid) {
+  FinishOutcome out;
+  Peer* p = peer(cache_node, &out.error);
+  if (!p) return out;
   return finish([p](auto* c, const auto& r, auto* o) { return p->stub->Abort(c, r, o); }, "Abort",
-                cache_node, key, txid, deadline_, error);
+                cache_node, key, txid, deadline_);
 }
 
 }  // namespace exo::db

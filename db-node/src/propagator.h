@@ -3,10 +3,15 @@
 // substitute a recording fake); `GrpcPropagator` calls the CacheNode service.
 //
 // Outcome of Prepare, as the handler interprets CacheNode.Prepare's TxReply:
-//   RPC failed or reply.ok == false        -> kFailed:    do not write, answer ERROR
+//   RPC failed or reply.ok == false        -> kFailed:    roll back, Abort (the cache node may
+//                                              have prepared after all), answer BUSY
 //   reply.ok == true, reply.cached == false -> kNotCached: the cache node no longer holds the
-//                                              key; write locally, no Commit needed
-//   reply.ok == true, reply.cached == true  -> kPrepared:  write, then Commit (or Abort)
+//                                              key; commit locally, no Commit needed
+//   reply.ok == true, reply.cached == true  -> kPrepared:  commit locally, then Commit
+//
+// Outcome of Commit/Abort (FinishOutcome), as the handler and the resolver need it: whether
+// the cache node gave a definitive answer (nothing of this txid is left pending there) or the
+// RPC failed (unknown: deliver it again later). See docs/two-phase-commit.md.
 #pragma once
 
 #include <atomic>
@@ -29,16 +34,30 @@ struct PrepareOutcome {
   std::string error;  // set when kFailed
 };
 
+struct FinishOutcome {
+  enum Code : uint8_t {
+    kDone,         // ok, cached: the cache node applied (Commit) or dropped (Abort) the write
+    kNotCached,    // ok, cached=false: it holds neither the key nor a Fetch of it
+    kRefused,      // ok=false ("no prepared write for this key", "txid mismatch"): nothing of
+                   // this txid is pending there, e.g. it restarted and fetched the key again
+    kUnreachable,  // the RPC failed (deadline, connection): the outcome is unknown
+  };
+  Code code = kUnreachable;
+  std::string error;  // set for kRefused and kUnreachable
+
+  // The cache node has nothing of this transaction left pending: stop delivering it.
+  bool definitive() const { return code != kUnreachable; }
+};
+
 class Propagator {
  public:
   virtual ~Propagator() = default;
   virtual PrepareOutcome prepare(const std::string& cache_node, std::span<const uint8_t> key,
                                  uint64_t txid, bool is_delete, std::span<const uint8_t> value) = 0;
-  // true when the cache node answered ok; otherwise *error says why.
-  virtual bool commit(const std::string& cache_node, std::span<const uint8_t> key, uint64_t txid,
-                      std::string* error) = 0;
-  virtual bool abort(const std::string& cache_node, std::span<const uint8_t> key, uint64_t txid,
-                     std::string* error) = 0;
+  virtual FinishOutcome commit(const std::string& cache_node, std::span<const uint8_t> key,
+                               uint64_t txid) = 0;
+  virtual FinishOutcome abort(const std::string& cache_node, std::span<const uint8_t> key,
+                              uint64_t txid) = 0;
 };
 
 // Node-unique transaction ids. Starting from the wall clock in nanoseconds keeps ids of a
@@ -56,17 +75,19 @@ class TxIdSource {
 
 class GrpcPropagator final : public Propagator {
  public:
-  // Channels are created lazily, one per cache node, from cache_nodes[].grpc.
+  // Channels are created lazily, one per cache node, from cache_nodes[].grpc. They reconnect
+  // quickly after the cache node restarts (100 ms first backoff, at most 1 s), so a Commit or
+  // Abort left to the resolver is delivered soon after the node is back.
   explicit GrpcPropagator(const Cluster& cluster,
                           std::chrono::milliseconds deadline = std::chrono::milliseconds(500));
   ~GrpcPropagator() override;
 
   PrepareOutcome prepare(const std::string& cache_node, std::span<const uint8_t> key, uint64_t txid,
                          bool is_delete, std::span<const uint8_t> value) override;
-  bool commit(const std::string& cache_node, std::span<const uint8_t> key, uint64_t txid,
-              std::string* error) override;
-  bool abort(const std::string& cache_node, std::span<const uint8_t> key, uint64_t txid,
-             std::string* error) override;
+  FinishOutcome commit(const std::string& cache_node, std::span<const uint8_t> key,
+                       uint64_t txid) override;
+  FinishOutcome abort(const std::string& cache_node, std::span<const uint8_t> key,
+                      uint64_t txid) override;
 
  private:
   struct Peer;

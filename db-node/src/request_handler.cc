@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "log.h"
 
@@ -49,7 +50,9 @@ size_t RequestHandler::handle(std::span<const uint8_t> frame, std::span<uint8_t>
   const wire::ParseError err = wire::parse(frame, req);
   // A reply arriving at a db node is never legitimate (replies go to clients): drop it like
   // any other malformed frame, so a reflected or looped frame cannot trigger a reply storm.
-  if (err != wire::ParseError::kNone || req.is_reply()) {
+  // Larger than the cluster MTU allows: no client of this cluster sends that (it refuses such
+  // values with ValueTooLarge), so it is malformed, even if it parses.
+  if (err != wire::ParseError::kNone || req.is_reply() || req.frame_len > max_frame_) {
     bump(c_.malformed_dropped);
     LOG_DEBUG("dropped malformed frame (%zu bytes): %s", frame.size(),
               err != wire::ParseError::kNone ? wire::to_string(err) : "reply opcode");
@@ -104,69 +107,66 @@ size_t RequestHandler::handle_get(const wire::FrameView& req, std::span<uint8_t>
   return n;
 }
 
-StoreResult RequestHandler::write(const wire::FrameView& req) {
-  return req.op() == wire::kPut ? ctx_.store.put(req.key, req.value) : ctx_.store.del(req.key);
-}
-
 size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
                                     std::span<uint8_t> out) {
   const bool is_delete = req.op() == wire::kDelete;
   bump(is_delete ? c_.deletes : c_.puts);
 
   // Held until the reply is built: serializes writes of this key across packet threads and
-  // against Fetch (see cached_keys.h). Propagation RPCs run under it; a slow cache node thus
-  // delays other keys of the same stripe, which is the price of per-key ordering.
+  // against Fetch (see cached_keys.h), and so also two copies of one request (same key).
+  // Propagation RPCs run under it; a slow cache node thus delays other keys of the same
+  // stripe, which is the price of per-key ordering.
   CachedKeys::Guard guard = ctx_.cached.lock(hash);
-  const std::string* holder = guard.holder(as_sv(req.key));
-  if (!holder) {
-    const StoreResult r = write(req);
-    if (!r.ok()) {
-      LOG_WARN("%s failed: %s", is_delete ? "DELETE" : "PUT", r.error.c_str());
-      return error(req, out);
-    }
-    return reply(req, out, wire::kOk);
+
+  // A resend of a write already applied (its reply was lost, or the frame was duplicated):
+  // answer as the first time, never apply it again, or an old PUT could overwrite a newer one.
+  // Every outcome is remembered, not only OK: the client retries a BUSY under a new seq, so a
+  // late copy of this id (a resend that crossed the BUSY reply) must be answered BUSY again and
+  // never applied, or the write could take effect twice (refuse()).
+  const RequestId id{req.client_id, req.seq};
+  DedupRecord rec;
+  rec.status = wire::kOk;
+  rec.fingerprint = request_fingerprint(req.op(), req.key, req.value);
+  rec.recorded_ms = ctx_.wall_ms();
+  if (const std::optional<uint8_t> st = ctx_.dedup.find(id, rec.fingerprint, rec.recorded_ms)) {
+    bump(c_.duplicate_writes);
+    return reply(req, out, *st);
   }
 
-  // Cached key: the cache node must stop serving the old value before the new one is durable
-  // here, or a client could read the old value from the cache after its write was acked.
-  const std::string cache_node = *holder;
-  const uint64_t txid = ctx_.txids.next();
-  const PrepareOutcome prep = ctx_.propagator.prepare(cache_node, req.key, txid, is_delete, req.value);
-  if (prep.code == PrepareOutcome::kFailed) {
-    LOG_WARN("write not applied, Prepare failed: %s", prep.error.c_str());
-    return error(req, out);
-  }
-  const StoreResult r = write(req);
-  if (prep.code == PrepareOutcome::kNotCached) {
-    // The cache node holds neither the entry nor a Fetch of it in flight (it answers
-    // cached=false only then), so stop tracking it now: its Evict may never come (a lost Fetch
-    // reply, a restarted cache node), and every later write would pay a Prepare for nothing.
-    // A new Fetch needs this stripe lock, so it cannot slip in between.
-    guard.unmark(as_sv(req.key), cache_node);
-    if (!r.ok()) {
-      LOG_WARN("%s failed: %s", is_delete ? "DELETE" : "PUT", r.error.c_str());
-      return error(req, out);
+  // A decision for an earlier write of this cached key not yet delivered: the cache node may
+  // still have that write pending and would refuse our Prepare, and a late Commit must never
+  // land after a newer write. One attempt now; if it fails the client retries later. (An
+  // untracked key needs none: it was untracked because its cache node dropped it, answered
+  // cached=false, or was forgotten, so nothing there can serve it from a pending write.)
+  const std::string_view key = as_sv(req.key);
+  const std::string* holder = guard.holder(key);
+  if (holder && ctx_.resolver.has_pending(key)) {
+    if (!ctx_.resolver.settle(guard, key)) {
+      LOG_DEBUG("write answered BUSY: an earlier decision for the key is undelivered");
+      return refuse(req, rec, wire::kBusy, out);
     }
-    return reply(req, out, wire::kOk);
+    holder = guard.holder(key);  // a cached=false answer untracks the key
   }
-  std::string why;
+
+  if (holder) {
+    const std::string cache_node = *holder;  // write_cached may unmark, invalidating `holder`
+    return write_cached(req, guard, cache_node, rec, out);
+  }
+
+  const std::string dedup_key = request_key(id);
+  const std::string dedup_value = encode_dedup(rec);
+
+  // Uncached: the write and its dedup record in one atomic batch (synced as configured), so
+  // after a crash the record exists exactly when the write does.
+  const StoreOp ops[2] = {
+      is_delete ? StoreOp::del(Cf::kData, req.key) : StoreOp::put(Cf::kData, req.key, req.value),
+      StoreOp::put(Cf::kRequests, bytes_of(dedup_key), bytes_of(dedup_value))};
+  const StoreResult r = ctx_.store.write(ops);
   if (!r.ok()) {
-    LOG_WARN("%s failed, aborting txid %llu on %s: %s", is_delete ? "DELETE" : "PUT",
-             static_cast<unsigned long long>(txid), cache_node.c_str(), r.error.c_str());
-    if (!ctx_.propagator.abort(cache_node, req.key, txid, &why))
-      LOG_WARN("Abort failed: %s", why.c_str());
-    return error(req, out);
+    LOG_WARN("%s failed: %s", is_delete ? "DELETE" : "PUT", r.error.c_str());
+    return refuse(req, rec, wire::kError, out);
   }
-  if (!ctx_.propagator.commit(cache_node, req.key, txid, &why)) {
-    // TODO(issue "Linearizable under faults"): the write is durable here but the cache node
-    // may still hold the key pending (it forwards GETs meanwhile) or, worse, serve the old
-    // value after a restart. Full 2PC recovery (retrying Commit, a txn log) lands with that
-    // issue; until then the client is told ERROR so it does not assume the write is visible.
-    LOG_WARN("Commit of txid %llu on %s failed: %s", static_cast<unsigned long long>(txid),
-             cache_node.c_str(), why.c_str());
-    return error(req, out);
-  }
-  bump(c_.writes_propagated);
+  ctx_.dedup.insert(id, rec);
   return reply(req, out, wire::kOk);
 }
 
@@ -179,6 +179,27 @@ size_t RequestHandler::error(const wire::FrameView& req, std::span<uint8_t> out)
   bump(c_.errors);
   // With an empty value the reply is no larger than the request, which fit in 14 + mtu.
   return wire::build_reply(out, req, self_addr_, wire::kError, 0, {});
+}
+
+size_t RequestHandler::busy(const wire::FrameView& req, std::span<uint8_t> out) {
+  bump(c_.busy_writes);
+  return wire::build_reply(out, req, self_addr_, wire::kBusy, 0, {});
+}
+
+size_t RequestHandler::refuse(const wire::FrameView& req, DedupRecord rec, uint8_t status,
+                              std::span<uint8_t> out) {
+  rec.status = status;
+  const RequestId id{req.client_id, req.seq};
+  const std::string k = request_key(id), v = encode_dedup(rec);
+  const StoreOp op = StoreOp::put(Cf::kRequests, bytes_of(k), bytes_of(v));
+  // Not synced: only a copy of the request that is still in flight when the process restarts
+  // could need the record, and such a copy dies with the process's sockets; the write to the
+  // WAL keeps it across a kill -9 all the same. A failure (the store is failing anyway) only
+  // loses that protection.
+  const StoreResult r = ctx_.store.write(std::span<const StoreOp>(&op, 1), Durability::kRelaxed);
+  if (!r.ok()) LOG_DEBUG("dedup record of a refused write not written: %s", r.error.c_str());
+  ctx_.dedup.insert(id, rec);
+  return status == wire::kBusy ? busy(req, out) : error(req, out);
 }
 
 }  // namespace exo::db

@@ -14,9 +14,13 @@
 #include "cached_keys.h"
 #include "cluster.h"
 #include "counters.h"
+#include "dedup_table.h"
 #include "hot_keys/hot_key_detector.h"
 #include "hot_keys/sampler.h"
+#include "ms_clock.h"
 #include "propagator.h"
+#include "records.h"
+#include "resolver.h"
 #include "store.h"
 #include "wire.h"
 
@@ -30,7 +34,11 @@ struct NodeContext {
   CachedKeys& cached;
   Propagator& propagator;
   TxIdSource& txids;
+  DedupTable& dedup;
+  Resolver& resolver;
   HotKeyDetector* hot_keys = nullptr;  // null: no hot-key detection (no GET is sampled)
+  // Dedup record times: the wall clock, because records outlive the process (tests drive it).
+  Clock wall_ms = wall_clock_ms;
 
   const DbNodeInfo& self() const { return cluster.db_nodes[self_index]; }
 };
@@ -46,12 +54,25 @@ class RequestHandler {
 
  private:
   size_t handle_get(const wire::FrameView& req, std::span<uint8_t> out);
+  // Dedup check, settling of undelivered decisions for the key, then the uncached write or
+  // write_cached(). Wire status of a write: OK applied; BUSY and ERROR definitely not applied.
   size_t handle_write(const wire::FrameView& req, uint64_t hash, std::span<uint8_t> out);
-  // Applies the write to the store (put or delete).
-  StoreResult write(const wire::FrameView& req);
+  // The two-phase write of a key `cache_node` holds (write_cached.cc). `guard` is the key's
+  // stripe lock; `rec` is the dedup record to keep if the write is applied.
+  size_t write_cached(const wire::FrameView& req, CachedKeys::Guard& guard,
+                      const std::string& cache_node, const DedupRecord& rec,
+                      std::span<uint8_t> out);
+  // Gives up a prepared transaction: durable abort record, rollback, Abort to the resolver.
+  void abandon(StoreTxn& txn, uint64_t txid, const std::string& cache_node,
+               std::span<const uint8_t> key, const std::string& txlog_value);
   size_t reply(const wire::FrameView& req, std::span<uint8_t> out, uint8_t status,
                std::span<const uint8_t> value = {});
   size_t error(const wire::FrameView& req, std::span<uint8_t> out);
+  size_t busy(const wire::FrameView& req, std::span<uint8_t> out);
+  // Answers a write BUSY or ERROR (definitely not applied) and records that outcome for its
+  // request id, in memory and (unsynced) on disk, so a late copy gets the same answer.
+  size_t refuse(const wire::FrameView& req, DedupRecord rec, uint8_t status,
+                std::span<uint8_t> out);
 
   const NodeContext& ctx_;
   Counters& c_;

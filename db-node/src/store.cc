@@ -4,7 +4,12 @@
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/transaction.h>
+#include <rocksdb/utilities/transaction_db.h>
+#include <rocksdb/utilities/write_batch_with_index.h>
+#include <rocksdb/write_batch.h>
 
+#include <charconv>
 #include <filesystem>
 #include <system_error>
 
@@ -15,7 +20,98 @@ rocksdb::Slice slice(Bytes b) {
   return rocksdb::Slice(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
+StoreResult from(const rocksdb::Status& s, const char* what) {
+  if (s.ok()) return StoreResult::Ok();
+  if (s.IsNotFound()) return StoreResult::NotFound();
+  return StoreResult::Error(std::string(what) + ": " + s.ToString());
+}
+
+// Reads a prepared transaction's write batch back into RecoveredOps. Only the four column
+// families exist, and the node never merges or range-deletes; anything else is reported so
+// start-up does not silently drop an operation it does not understand.
+class OpCollector final : public rocksdb::WriteBatch::Handler {
+ public:
+  OpCollector(const std::vector<rocksdb::ColumnFamilyHandle*>& cfs, std::vector<RecoveredOp>* out)
+      : cfs_(cfs), out_(out) {}
+  rocksdb::Status PutCF(uint32_t id, const rocksdb::Slice& k, const rocksdb::Slice& v) override {
+    return add(id, false, k, v);
+  }
+  rocksdb::Status DeleteCF(uint32_t id, const rocksdb::Slice& k) override {
+    return add(id, true, k, {});
+  }
+  rocksdb::Status SingleDeleteCF(uint32_t id, const rocksdb::Slice& k) override {
+    return add(id, true, k, {});
+  }
+  // Markers delimit the prepared section in the WAL; they carry no data.
+  rocksdb::Status MarkBeginPrepare(bool) override { return rocksdb::Status::OK(); }
+  rocksdb::Status MarkEndPrepare(const rocksdb::Slice&) override { return rocksdb::Status::OK(); }
+  rocksdb::Status MarkNoop(bool) override { return rocksdb::Status::OK(); }
+  rocksdb::Status MarkRollback(const rocksdb::Slice&) override { return rocksdb::Status::OK(); }
+  rocksdb::Status MarkCommit(const rocksdb::Slice&) override { return rocksdb::Status::OK(); }
+
+ private:
+  rocksdb::Status add(uint32_t id, bool is_delete, const rocksdb::Slice& k,
+                      const rocksdb::Slice& v) {
+    for (size_t i = 0; i < cfs_.size(); ++i) {
+      if (cfs_[i]->GetID() != id) continue;
+      out_->push_back(RecoveredOp{static_cast<Cf>(i), is_delete, k.ToString(), v.ToString()});
+      return rocksdb::Status::OK();
+    }
+    return rocksdb::Status::Corruption("prepared transaction writes unknown column family " +
+                                       std::to_string(id));
+  }
+  const std::vector<rocksdb::ColumnFamilyHandle*>& cfs_;
+  std::vector<RecoveredOp>* out_;
+};
+
+class RocksTxn final : public StoreTxn {
+ public:
+  RocksTxn(rocksdb::Transaction* t, const std::vector<rocksdb::ColumnFamilyHandle*>& cfs)
+      : t_(t), cfs_(cfs) {}
+  // A prepared transaction deleted unfinished stays in the WAL (RocksDB only unlocks its keys
+  // and forgets the object): the next open recovers it as prepared, as after a crash.
+  ~RocksTxn() override = default;
+
+  StoreResult put(Cf c, Bytes key, Bytes value) override {
+    return from(t_->Put(cf(c), slice(key), slice(value)), "txn put");
+  }
+  StoreResult del(Cf c, Bytes key) override {
+    return from(t_->Delete(cf(c), slice(key)), "txn delete");
+  }
+  StoreResult prepare() override { return from(t_->Prepare(), "txn prepare"); }
+  StoreResult commit() override { return from(t_->Commit(), "txn commit"); }
+  StoreResult rollback() override { return from(t_->Rollback(), "txn rollback"); }
+
+ private:
+  rocksdb::ColumnFamilyHandle* cf(Cf c) const { return cfs_[static_cast<size_t>(c)]; }
+  std::unique_ptr<rocksdb::Transaction> t_;
+  const std::vector<rocksdb::ColumnFamilyHandle*>& cfs_;
+};
+
 }  // namespace
+
+const char* cf_name(Cf cf) {
+  switch (cf) {
+    case Cf::kData:
+      return rocksdb::kDefaultColumnFamilyName.c_str();
+    case Cf::kCached:
+      return "cached";
+    case Cf::kRequests:
+      return "requests";
+    case Cf::kTxlog:
+      return "txlog";
+  }
+  return "?";
+}
+
+std::string txn_name(uint64_t txid) { return "tx" + std::to_string(txid); }
+
+bool parse_txn_name(std::string_view name, uint64_t* txid) {
+  if (name.size() < 3 || name.substr(0, 2) != "tx") return false;
+  const char* end = name.data() + name.size();
+  const auto [p, ec] = std::from_chars(name.data() + 2, end, *txid);
+  return ec == std::errc() && p == end;
+}
 
 std::unique_ptr<RocksStore> RocksStore::open(const std::string& dir, bool sync_writes,
                                              std::string* error) {
@@ -26,62 +122,132 @@ std::unique_ptr<RocksStore> RocksStore::open(const std::string& dir, bool sync_w
     *error = "cannot create data_dir '" + dir + "': " + ec.message();
     return nullptr;
   }
-  rocksdb::Options opts;
-  opts.create_if_missing = true;
-  // The WAL is on by default (WriteOptions::disableWAL = false); it is what makes an acked
-  // write durable (see store.h). Background work: the node is small, two jobs are enough.
-  opts.IncreaseParallelism(2);
+  rocksdb::DBOptions dbo;
+  dbo.create_if_missing = true;
+  dbo.create_missing_column_families = true;  // a data dir from before the 2PC log gains them
+  // Two-phase commit: Prepare() writes the transaction to the WAL under its name and WAL
+  // replay at open brings back every transaction that was prepared but not committed or
+  // rolled back (docs/two-phase-commit.md). The WAL is on by default
+  // (WriteOptions::disableWAL = false); it is what makes an acked write durable (store.h).
+  dbo.allow_2pc = true;
+  // Background work: the node is small, two jobs are enough.
+  dbo.IncreaseParallelism(2);
+
   // Most GETs reaching a db node are for the long tail; a bloom filter makes misses cheap.
+  rocksdb::ColumnFamilyOptions data_opts;
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  data_opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+  for (size_t i = 0; i < kNumCfs; ++i) {
+    descs.emplace_back(cf_name(static_cast<Cf>(i)),
+                       i == 0 ? data_opts : rocksdb::ColumnFamilyOptions());
+  }
 
-  rocksdb::DB* db = nullptr;
-  const rocksdb::Status s = rocksdb::DB::Open(opts, dir, &db);
+  // WRITE_COMMITTED (the default policy): a transaction's writes reach the memtable only at
+  // Commit(), so readers never see a prepared value.
+  rocksdb::TransactionDBOptions tdo;
+  rocksdb::TransactionDB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  const rocksdb::Status s = rocksdb::TransactionDB::Open(dbo, tdo, dir, descs, &handles, &db);
   if (!s.ok()) {
     *error = "cannot open RocksDB in '" + dir + "': " + s.ToString();
     return nullptr;
   }
-  return std::unique_ptr<RocksStore>(new RocksStore(db, sync_writes));
+  return std::unique_ptr<RocksStore>(new RocksStore(db, std::move(handles), sync_writes));
 }
 
 RocksStore::~RocksStore() { close(); }
 
 StoreResult RocksStore::close() {
   if (!db_) return StoreResult::Ok();
+  StoreResult r;
+  for (rocksdb::ColumnFamilyHandle* h : cfs_) {
+    const rocksdb::Status s = db_->DestroyColumnFamilyHandle(h);
+    if (!s.ok() && r.ok()) r = StoreResult::Error("close: " + s.ToString());
+  }
+  cfs_.clear();
+  // Deleting the TransactionDB also deletes transactions still registered with it (recovered
+  // prepared ones nobody rolled back); they stay prepared in the WAL for the next open.
   const rocksdb::Status s = db_->Close();
   delete db_;
   db_ = nullptr;
-  if (!s.ok()) return StoreResult::Error("close: " + s.ToString());
-  return StoreResult::Ok();
+  if (!s.ok() && r.ok()) r = StoreResult::Error("close: " + s.ToString());
+  return r;
 }
 
 StoreResult RocksStore::get(Bytes key, std::string* value) {
   value->clear();
-  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), slice(key), value);
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf(Cf::kData), slice(key), value);
   if (s.ok()) return StoreResult::Ok();
-  if (s.IsNotFound()) {
-    value->clear();
-    return StoreResult::NotFound();
-  }
+  value->clear();
+  if (s.IsNotFound()) return StoreResult::NotFound();
   return StoreResult::Error("get: " + s.ToString());
 }
 
-StoreResult RocksStore::put(Bytes key, Bytes value) {
+StoreResult RocksStore::write(std::span<const StoreOp> ops, Durability d) {
+  rocksdb::WriteBatch batch;
+  for (const StoreOp& op : ops) {
+    // RocksDB's Delete writes a tombstone and succeeds whether or not the key exists, which is
+    // exactly the wire semantics (deleting a missing key is OK).
+    const rocksdb::Status s = op.is_delete ? batch.Delete(cf(op.cf), slice(op.key))
+                                           : batch.Put(cf(op.cf), slice(op.key), slice(op.value));
+    if (!s.ok()) return StoreResult::Error("batch: " + s.ToString());
+  }
   rocksdb::WriteOptions wo;
-  wo.sync = sync_;  // true: fsync the WAL before acking (survives power loss); see store.h
-  const rocksdb::Status s = db_->Put(wo, slice(key), slice(value));
-  if (!s.ok()) return StoreResult::Error("put: " + s.ToString());
+  wo.sync = d == Durability::kAsConfigured && sync_;  // see store.h
+  return from(db_->Write(wo, &batch), "write");
+}
+
+StoreResult RocksStore::scan(Cf c,
+                             const std::function<void(std::string_view, std::string_view)>& fn) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf(c)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    fn(std::string_view(it->key().data(), it->key().size()),
+       std::string_view(it->value().data(), it->value().size()));
+  }
+  const rocksdb::Status s = it->status();
+  if (!s.ok()) return StoreResult::Error(std::string("scan ") + cf_name(c) + ": " + s.ToString());
   return StoreResult::Ok();
 }
 
-StoreResult RocksStore::del(Bytes key) {
+std::unique_ptr<StoreTxn> RocksStore::begin(uint64_t txid, StoreResult* error) {
   rocksdb::WriteOptions wo;
-  wo.sync = sync_;
-  // RocksDB's Delete writes a tombstone and succeeds whether or not the key exists, which is
-  // exactly the wire semantics (deleting a missing key is OK).
-  const rocksdb::Status s = db_->Delete(wo, slice(key));
-  if (!s.ok()) return StoreResult::Error("delete: " + s.ToString());
+  wo.sync = sync_;  // Prepare() and Commit() are the durable steps; see store.h
+  std::unique_ptr<rocksdb::Transaction> t(db_->BeginTransaction(wo));
+  if (!t) {
+    *error = StoreResult::Error("begin: no transaction");
+    return nullptr;
+  }
+  const rocksdb::Status s = t->SetName(txn_name(txid));
+  if (!s.ok()) {
+    *error = StoreResult::Error("begin " + txn_name(txid) + ": " + s.ToString());
+    return nullptr;
+  }
+  return std::make_unique<RocksTxn>(t.release(), cfs_);
+}
+
+StoreResult RocksStore::prepared_txns(std::vector<PreparedTxn>* out) {
+  std::vector<rocksdb::Transaction*> txns;
+  db_->GetAllPreparedTransactions(&txns);
+  for (rocksdb::Transaction* t : txns) {
+    PreparedTxn p;
+    if (!parse_txn_name(t->GetName(), &p.txid))
+      return StoreResult::Error("prepared transaction with a foreign name '" + t->GetName() + "'");
+    OpCollector collect(cfs_, &p.ops);
+    const rocksdb::Status s = t->GetWriteBatch()->GetWriteBatch()->Iterate(&collect);
+    if (!s.ok()) return StoreResult::Error("reading " + t->GetName() + ": " + s.ToString());
+    out->push_back(std::move(p));
+  }
+  return StoreResult::Ok();
+}
+
+StoreResult RocksStore::rollback_prepared(uint64_t txid) {
+  rocksdb::Transaction* t = db_->GetTransactionByName(txn_name(txid));
+  if (!t) return StoreResult::Error("no prepared transaction " + txn_name(txid));
+  const rocksdb::Status s = t->Rollback();
+  if (!s.ok()) return StoreResult::Error("rollback " + txn_name(txid) + ": " + s.ToString());
+  delete t;  // recovered transactions belong to the caller once resolved
   return StoreResult::Ok();
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "control_service.h"
+#include "records.h"
 #include "test_util.h"
 
 namespace exo::db {
@@ -20,12 +21,13 @@ using namespace exo::db::testing;
 
 class ControlTest : public ::testing::Test {
  protected:
-  Cluster cluster = test_cluster();
-  FakeStore store;
-  CachedKeys cached;
+  FakeNode node;
+  Cluster& cluster = node.cluster;
+  FakeStore& store = node.store;
+  CachedKeys& cached = node.cached;
   CounterSet counters;
   Counters& control = counters.add_block();
-  ControlService svc{cluster, "db0", store, cached, counters, control};
+  ControlService svc{cluster, "db0", store, cached, node.resolver, counters, control};
 
   const std::string* holder(const std::string& k) { return cached.lock_key(B(k)).holder(k); }
   std::map<std::string, uint64_t> stats() {
@@ -58,6 +60,84 @@ TEST_F(ControlTest, FetchMarksFoundKeysAndReturnsValues) {
   EXPECT_EQ(holder("missing"), nullptr);  // not found -> not tracked
   EXPECT_EQ(cached.size(), 1u);
   EXPECT_EQ(stats()["fetched_keys"], 1u);
+}
+
+TEST_F(ControlTest, FetchPersistsTheMarkBeforeReturningTheValue) {
+  store.data["a"] = "1";
+  exo::FetchRequest req;
+  req.add_keys("a");
+  req.set_cache_node("cache0");
+  exo::FetchReply rep;
+  ASSERT_TRUE(svc.Fetch(nullptr, &req, &rep).ok());
+  EXPECT_EQ(store.marks.at("a"), "cache0");
+  EXPECT_EQ(store.synced_writes, 1);  // durable as configured (sync_writes)
+}
+
+// A mark that could not be made durable must not be used: after a restart the node would not
+// know the cache node holds the key and would stop propagating its writes.
+TEST_F(ControlTest, FetchWhoseMarkCannotBePersistedReturnsNothing) {
+  store.data["a"] = "1";
+  store.fail_marks = true;
+  exo::FetchRequest req;
+  req.add_keys("a");
+  req.set_cache_node("cache0");
+  exo::FetchReply rep;
+  ASSERT_TRUE(svc.Fetch(nullptr, &req, &rep).ok());
+  EXPECT_FALSE(rep.values(0).found());
+  EXPECT_EQ(rep.values(0).value(), "");
+  EXPECT_EQ(holder("a"), nullptr);
+  EXPECT_EQ(stats()["errors"], 1u);
+  EXPECT_EQ(stats()["fetched_keys"], 0u);
+}
+
+TEST_F(ControlTest, EvictDeletesTheMarkOnDiskToo) {
+  store.data["a"] = "1";
+  exo::FetchRequest f;
+  f.add_keys("a");
+  f.set_cache_node("cache0");
+  exo::FetchReply fr;
+  ASSERT_TRUE(svc.Fetch(nullptr, &f, &fr).ok());
+  exo::EvictRequest req;
+  req.add_keys("a");
+  req.set_cache_node("cache0");
+  exo::EvictReply rep;
+  ASSERT_TRUE(svc.Evict(nullptr, &req, &rep).ok());
+  EXPECT_EQ(rep.evicted(), 1u);
+  EXPECT_TRUE(store.marks.empty());
+}
+
+TEST_F(ControlTest, ForgetCacheNodeDropsItsMarksAndDecisions) {
+  for (const std::string k : {"a", "b", "c"}) {
+    cached.lock_key(B(k)).mark(k, k == "c" ? "cache1" : "cache0");
+    store.marks[k] = k == "c" ? "cache1" : "cache0";
+  }
+  std::string v;
+  ASSERT_TRUE(encode_txlog_value("cache0", "a", &v));
+  store.txlog[txlog_key(5, Decision::kCommit)] = v;
+  node.resolver.add(PendingDecision{5, Decision::kCommit, "cache0", "a"});
+  node.resolver.add(PendingDecision{6, Decision::kAbort, "cache0", "b"});
+
+  exo::ForgetCacheNodeRequest req;
+  req.set_cache_node("cache0");
+  exo::ForgetCacheNodeReply rep;
+  ASSERT_TRUE(svc.ForgetCacheNode(nullptr, &req, &rep).ok());
+  EXPECT_EQ(rep.keys_dropped(), 2u);
+  EXPECT_EQ(rep.txns_dropped(), 2u);
+  EXPECT_EQ(holder("a"), nullptr);
+  EXPECT_EQ(holder("b"), nullptr);
+  ASSERT_NE(holder("c"), nullptr);  // another cache node's key is left alone
+  EXPECT_EQ(store.marks.size(), 1u);
+  EXPECT_TRUE(store.txlog.empty());
+  EXPECT_EQ(node.resolver.pending_count(), 0u);
+  EXPECT_TRUE(node.prop.commit_txids.empty());  // nothing is sent to the forgotten node
+}
+
+TEST_F(ControlTest, ForgetUnknownCacheNodeIsInvalidArgument) {
+  exo::ForgetCacheNodeRequest req;
+  req.set_cache_node("nosuch");
+  exo::ForgetCacheNodeReply rep;
+  EXPECT_EQ(svc.ForgetCacheNode(nullptr, &req, &rep).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_F(ControlTest, FetchReadErrorIsNotTrackedAndCounted) {
@@ -147,7 +227,7 @@ TEST_F(ControlTest, HotKeysReturnsTheReportWithoutSendingIt) {
   CountingSink sink;
   Reporter reporter(cfg, "db0", detector, counters, counters.add_block(), &sink,
                     [] { return uint64_t{5500}; });
-  ControlService with(cluster, "db0", store, cached, counters, control, &reporter);
+  ControlService with(cluster, "db0", store, cached, node.resolver, counters, control, &reporter);
 
   TempDir dir;
   const std::string addr = "unix:" + (dir.path / "db0.sock").string();

@@ -1,53 +1,17 @@
-// RequestHandler driven with frame buffers, a fake store and a fake propagator.
+// RequestHandler driven with frame buffers, a fake store and a fake propagator: framing, GET,
+// and the write paths. Writes to cached keys in detail: two_phase_test.cc; resends:
+// dedup_test.cc.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <thread>
 
-#include "request_handler.h"
-#include "test_util.h"
+#include "handler_fixture.h"
 
 namespace exo::db {
 namespace {
 
 using namespace exo::db::testing;
-
-uint64_t counter(const Counters& c, const std::string& name) {
-  const CounterValues v = c.snapshot();
-  for (size_t i = 0; i < kNumCounters; ++i)
-    if (name == kCounterDescs[i].name) return v[i];
-  ADD_FAILURE() << "no counter " << name;
-  return 0;
-}
-
-class HandlerTest : public ::testing::Test {
- protected:
-  Cluster cluster = test_cluster();
-  EventLog log;
-  FakeStore store{&log};
-  CachedKeys cached;
-  FakePropagator prop{&log};
-  TxIdSource txids{100};
-  NodeContext ctx{cluster, 0, store, cached, prop, txids, nullptr};
-  Counters c;
-  RequestHandler h{ctx, c};
-  std::vector<uint8_t> out = std::vector<uint8_t>(16384);
-  const std::string key = key_owned_by(cluster, 0);
-
-  // Sends a frame through the handler; returns the parsed reply (fails the test if none).
-  wire::FrameView send(const std::vector<uint8_t>& frame) {
-    wire::FrameView r{};
-    const size_t n = h.handle(frame, out);
-    EXPECT_GT(n, 0u) << "expected a reply";
-    if (n == 0) return r;
-    EXPECT_EQ(wire::parse(std::span<const uint8_t>(out.data(), n), r), wire::ParseError::kNone);
-    return r;
-  }
-  bool no_reply(const std::vector<uint8_t>& frame) { return h.handle(frame, out) == 0; }
-  static std::string str(std::span<const uint8_t> b) {
-    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
-  }
-};
 
 TEST_F(HandlerTest, PutThenGetRoundTrip) {
   auto r = send(request(wire::kPut, key, "hello", 7));
@@ -119,6 +83,18 @@ TEST_F(HandlerTest, MalformedFramesAreDroppedAndCounted) {
   EXPECT_TRUE(log.events().empty());
 }
 
+TEST_F(HandlerTest, FramesLargerThanTheMtuAreDroppedAsMalformed) {
+  // Well-formed, but no client of this cluster can send it: 1 byte over 14 + mtu.
+  auto big = request(wire::kPut, key, std::string(wire::max_kv_bytes(cluster.mtu) - key.size() + 1, 'x'));
+  ASSERT_EQ(big.size(), wire::kEthLen + cluster.mtu + 1);
+  EXPECT_TRUE(no_reply(big));
+  EXPECT_EQ(counter(c, "malformed_dropped"), 1u);
+  EXPECT_TRUE(store.data.empty());
+  // Exactly 14 + mtu is served.
+  auto fits = request(wire::kPut, key, std::string(wire::max_kv_bytes(cluster.mtu) - key.size(), 'x'));
+  EXPECT_EQ(send(fits).status, wire::kOk);
+}
+
 TEST_F(HandlerTest, ReplyFramesAreDroppedAsMalformed) {
   auto f = request(wire::kPut, key, "v");
   f[wire::kPayloadOffset + 3] |= wire::kReplyBit;
@@ -182,67 +158,92 @@ TEST_F(HandlerTest, UncachedWriteIsNotPropagated) {
   EXPECT_EQ(counter(c, "writes_propagated"), 0u);
 }
 
-TEST_F(HandlerTest, CachedPutPreparesBeforeWriteAndCommitsAfter) {
-  cached.lock_key(B(key)).mark(key, "cache0");
+// The transaction is prepared (durable redo record) before the cache node is asked, and
+// committed before the cache node is told to commit.
+TEST_F(HandlerTest, CachedPutPreparesLocallyThenRemotelyThenCommitsBoth) {
+  mark(key);
   EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kOk);
-  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " put=new",
-                                                    "put " + key + "=new", "commit cache0 " + key}));
+  EXPECT_EQ(log.events(),
+            (std::vector<std::string>{"put " + key + "=new", "txn prepare",
+                                      "prepare cache0 " + key + " put=new", "txn commit",
+                                      "commit cache0 " + key}));
   EXPECT_EQ(counter(c, "writes_propagated"), 1u);
   EXPECT_EQ(store.data.at(key), "new");
+  EXPECT_TRUE(store.txlog.empty());  // the Commit was delivered: nothing left to resolve
 }
 
 TEST_F(HandlerTest, CachedDeletePropagatesADelete) {
   store.data[key] = "old";
-  cached.lock_key(B(key)).mark(key, "cache0");
+  mark(key);
   EXPECT_EQ(send(request(wire::kDelete, key)).status, wire::kOk);
-  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " delete",
-                                                    "del " + key, "commit cache0 " + key}));
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"del " + key, "txn prepare",
+                                                    "prepare cache0 " + key + " delete",
+                                                    "txn commit", "commit cache0 " + key}));
   EXPECT_FALSE(store.data.count(key));
 }
 
-TEST_F(HandlerTest, PrepareFailureMeansNoWriteAndError) {
+// Was "PrepareFailureMeansNoWriteAndError": a failed Prepare now answers BUSY (definitely not
+// applied, retry later) and leaves an Abort for the resolver, because the cache node may have
+// prepared even though the RPC failed.
+TEST_F(HandlerTest, PrepareFailureMeansNoWriteAndBusy) {
   store.data[key] = "old";
-  cached.lock_key(B(key)).mark(key, "cache0");
+  mark(key);
   prop.prepare_result = PrepareOutcome::kFailed;
-  EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kError);
-  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " put=new"}));
+  prop.abort_result = FinishOutcome::kUnreachable;
+  EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kBusy);
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"put " + key + "=new", "txn prepare",
+                                                    "prepare cache0 " + key + " put=new",
+                                                    "txn rollback"}));
   EXPECT_EQ(store.data.at(key), "old");
-  EXPECT_EQ(counter(c, "errors"), 1u);
+  EXPECT_EQ(counter(c, "busy_writes"), 1u);
+  EXPECT_EQ(counter(c, "errors"), 0u);
   EXPECT_EQ(counter(c, "writes_propagated"), 0u);
+  EXPECT_EQ(resolver.pending_count(), 1u);
 }
 
-TEST_F(HandlerTest, WriteFailureAfterPrepareAborts) {
-  cached.lock_key(B(key)).mark(key, "cache0");
+// Was "WriteFailureAfterPrepareAborts": the local write now happens inside the transaction,
+// before the cache node is asked anything, so a failed local write needs no Abort.
+TEST_F(HandlerTest, LocalWriteFailureAnswersErrorWithoutAskingTheCacheNode) {
+  mark(key);
   store.fail_put = true;
   EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kError);
-  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " put=new",
-                                                    "put " + key + "=new FAIL", "abort cache0 " + key}));
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"put " + key + "=new FAIL", "txn rollback"}));
   EXPECT_EQ(counter(c, "errors"), 1u);
+  EXPECT_EQ(resolver.pending_count(), 0u);
 }
 
-TEST_F(HandlerTest, CommitFailureAnswersError) {
-  cached.lock_key(B(key)).mark(key, "cache0");
-  prop.commit_ok = false;
-  EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kError);
-  EXPECT_EQ(store.data.at(key), "new");  // durable here; see the TODO in request_handler.cc
+// Was "CommitFailureAnswersError" (the old code acked ERROR although the write was durable):
+// a failed Commit RPC now answers OK, because the write is durable here and the cache node,
+// still holding it prepared, forwards every GET of the key to this node until the resolver
+// delivers the Commit.
+TEST_F(HandlerTest, CommitRpcFailureAnswersOkAndLeavesTheCommitToTheResolver) {
+  mark(key);
+  prop.commit_result = FinishOutcome::kUnreachable;
+  EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kOk);
+  EXPECT_EQ(store.data.at(key), "new");
   EXPECT_EQ(counter(c, "writes_propagated"), 0u);
-  EXPECT_EQ(counter(c, "errors"), 1u);
+  EXPECT_EQ(counter(c, "commits_deferred"), 1u);
+  EXPECT_EQ(counter(c, "errors"), 0u);
+  EXPECT_EQ(resolver.pending_count(), 1u);
 }
 
 TEST_F(HandlerTest, NotCachedOnTheCacheNodeJustWrites) {
-  cached.lock_key(B(key)).mark(key, "cache0");
+  mark(key);
   prop.prepare_result = PrepareOutcome::kNotCached;
   EXPECT_EQ(send(request(wire::kPut, key, "new")).status, wire::kOk);
-  EXPECT_EQ(log.events(), (std::vector<std::string>{"prepare cache0 " + key + " put=new",
-                                                    "put " + key + "=new"}));
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"put " + key + "=new", "txn prepare",
+                                                    "prepare cache0 " + key + " put=new",
+                                                    "txn commit"}));
   EXPECT_EQ(store.data.at(key), "new");
   // The cache node holds no entry and no Fetch of it: nothing will send Evict for certain, so
-  // the write stops tracking the key itself (later writes need no Prepare).
+  // the write stops tracking the key itself (later writes need no Prepare), on disk too.
   EXPECT_EQ(cached.lock_key(B(key)).holder(key), nullptr);
+  EXPECT_FALSE(store.marks.count(key));
+  EXPECT_TRUE(store.txlog.empty());
 }
 
 TEST_F(HandlerTest, TxidsAreDistinct) {
-  cached.lock_key(B(key)).mark(key, "cache0");
+  mark(key);
   send(request(wire::kPut, key, "a"));
   send(request(wire::kPut, key, "b"));
   ASSERT_EQ(prop.txids.size(), 2u);
@@ -255,7 +256,7 @@ TEST_F(HandlerTest, SampledGetsFeedTheHotKeyDetector) {
   HotKeysConfig cfg;
   cfg.sample_rate = 1;
   HotKeyDetector detector(cfg, steady_ms());
-  NodeContext hot_ctx{cluster, 0, store, cached, prop, txids, &detector};
+  NodeContext hot_ctx{cluster, 0, store, cached, prop, node.txids, node.dedup, resolver, &detector};
   Counters hc;
   RequestHandler hh(hot_ctx, hc);
   store.data[key] = "v";
@@ -273,7 +274,7 @@ TEST_F(HandlerTest, GetsAreSampledAtTheConfiguredRate) {
   HotKeysConfig cfg;
   cfg.sample_rate = 0.25;
   HotKeyDetector detector(cfg, steady_ms());
-  NodeContext hot_ctx{cluster, 0, store, cached, prop, txids, &detector};
+  NodeContext hot_ctx{cluster, 0, store, cached, prop, node.txids, node.dedup, resolver, &detector};
   Counters hc;
   RequestHandler hh(hot_ctx, hc);
   const auto get = request(wire::kGet, key);
@@ -288,23 +289,24 @@ TEST_F(HandlerTest, NoDetectorNoSampling) {
 }
 
 // Two packet threads writing the same cached key: propagations must not overlap, because the
-// stripe lock is held across Prepare -> write -> Commit.
+// stripe lock is held across prepare -> Prepare -> commit -> Commit. (Distinct seqs: resends of
+// one request id would be answered from the dedup table, not propagated.)
 TEST_F(HandlerTest, WritesToOneKeyAreSerializedAcrossThreads) {
-  FakeStore quiet_store;
-  FakePropagator slow{nullptr};
-  slow.prepare_delay = std::chrono::microseconds(200);
-  NodeContext ctx2{cluster, 0, quiet_store, cached, slow, txids, nullptr};
-  cached.lock_key(B(key)).mark(key, "cache0");
+  FakeNode quiet;
+  quiet.prop.prepare_delay = std::chrono::microseconds(200);
+  NodeContext ctx2{quiet.cluster, 0, quiet.store, quiet.cached, quiet.prop, quiet.txids,
+                   quiet.dedup, quiet.resolver, nullptr};
+  quiet.cached.lock_key(B(key)).mark(key, "cache0");
   Counters c1, c2;
-  auto worker = [&](Counters& cc, const std::string& v) {
+  auto worker = [&](Counters& cc, const std::string& v, uint32_t first_seq) {
     RequestHandler hh(ctx2, cc);
     std::vector<uint8_t> o(16384);
-    for (int i = 0; i < 50; ++i) hh.handle(request(wire::kPut, key, v), o);
+    for (uint32_t i = 0; i < 50; ++i) hh.handle(request(wire::kPut, key, v, first_seq + i), o);
   };
-  std::thread t1(worker, std::ref(c1), "one"), t2(worker, std::ref(c2), "two");
+  std::thread t1(worker, std::ref(c1), "one", 1000), t2(worker, std::ref(c2), "two", 2000);
   t1.join();
   t2.join();
-  EXPECT_EQ(slow.max_in_flight.load(), 1);
+  EXPECT_EQ(quiet.prop.max_in_flight.load(), 1);
   EXPECT_EQ(counter(c1, "writes_propagated") + counter(c2, "writes_propagated"), 100u);
 }
 

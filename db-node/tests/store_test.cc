@@ -1,7 +1,9 @@
-// RocksStore against a real RocksDB in a temp dir.
+// RocksStore against a real RocksDB (TransactionDB) in a temp dir.
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
 #include <fstream>
+#include <map>
 
 #include "store.h"
 #include "test_util.h"
@@ -96,6 +98,113 @@ TEST(RocksStore, SecondOpenOfSameDirFailsCleanly) {
   auto b = RocksStore::open(dir.path / "db", true, &err);  // RocksDB's LOCK file
   EXPECT_FALSE(b);
   EXPECT_NE(err.find("RocksDB"), std::string::npos) << err;
+}
+
+std::map<std::string, std::string> scan_all(KvStore& s, Cf cf) {
+  std::map<std::string, std::string> m;
+  EXPECT_TRUE(
+      s.scan(cf, [&](std::string_view k, std::string_view v) { m[std::string(k)] = v; }).ok());
+  return m;
+}
+
+TEST(RocksStore, ColumnFamiliesAreSeparateAndABatchSpansThem) {
+  TempDir dir;
+  std::string err;
+  auto s = RocksStore::open(dir.path / "db", false, &err);
+  ASSERT_TRUE(s) << err;
+  // bytes_of (a view of the literal), not B (a view of a temporary string): the ops outlive
+  // the full expression.
+  const StoreOp ops[] = {StoreOp::put(Cf::kData, bytes_of("k"), bytes_of("data")),
+                         StoreOp::put(Cf::kCached, bytes_of("k"), bytes_of("cache0")),
+                         StoreOp::put(Cf::kRequests, bytes_of("r2"), bytes_of("x")),
+                         StoreOp::put(Cf::kRequests, bytes_of("r1"), bytes_of("y")),
+                         StoreOp::put(Cf::kTxlog, bytes_of("t"), bytes_of("z"))};
+  ASSERT_TRUE(s->write(ops).ok());
+  std::string v;
+  ASSERT_TRUE(s->get(B("k"), &v).ok());
+  EXPECT_EQ(v, "data");
+  EXPECT_EQ(s->get(B("r1"), &v).code, StoreResult::kNotFound);  // get reads client data only
+  EXPECT_EQ(scan_all(*s, Cf::kCached), (std::map<std::string, std::string>{{"k", "cache0"}}));
+  EXPECT_EQ(scan_all(*s, Cf::kRequests),
+            (std::map<std::string, std::string>{{"r1", "y"}, {"r2", "x"}}));
+  EXPECT_EQ(scan_all(*s, Cf::kTxlog), (std::map<std::string, std::string>{{"t", "z"}}));
+  const StoreOp del[] = {StoreOp::del(Cf::kRequests, bytes_of("r1")),
+                         StoreOp::del(Cf::kTxlog, bytes_of("t"))};
+  ASSERT_TRUE(s->write(del, Durability::kRelaxed).ok());
+  EXPECT_EQ(scan_all(*s, Cf::kRequests).size(), 1u);
+  EXPECT_TRUE(scan_all(*s, Cf::kTxlog).empty());
+}
+
+TEST(RocksStore, ATransactionIsInvisibleUntilCommitAndRollbackDropsIt) {
+  TempDir dir;
+  std::string err;
+  auto s = RocksStore::open(dir.path / "db", true, &err);
+  ASSERT_TRUE(s) << err;
+  ASSERT_TRUE(s->put(B("k"), B("old")).ok());
+  StoreResult e;
+  {
+    auto t = s->begin(1, &e);
+    ASSERT_TRUE(t) << e.error;
+    ASSERT_TRUE(t->put(Cf::kData, B("k"), B("new")).ok());
+    ASSERT_TRUE(t->put(Cf::kTxlog, B("t1"), B("x")).ok());
+    ASSERT_TRUE(t->prepare().ok());
+    std::string v;
+    ASSERT_TRUE(s->get(B("k"), &v).ok());
+    EXPECT_EQ(v, "old");  // prepared, not visible
+    EXPECT_TRUE(scan_all(*s, Cf::kTxlog).empty());
+    ASSERT_TRUE(t->commit().ok());
+    ASSERT_TRUE(s->get(B("k"), &v).ok());
+    EXPECT_EQ(v, "new");
+    EXPECT_EQ(scan_all(*s, Cf::kTxlog).size(), 1u);  // all of it at once
+  }
+  {
+    auto t = s->begin(2, &e);
+    ASSERT_TRUE(t) << e.error;
+    ASSERT_TRUE(t->del(Cf::kData, B("k")).ok());
+    ASSERT_TRUE(t->prepare().ok());
+    ASSERT_TRUE(t->rollback().ok());
+    std::string v;
+    ASSERT_TRUE(s->get(B("k"), &v).ok());
+    EXPECT_EQ(v, "new");
+  }
+  std::vector<PreparedTxn> prepared;
+  ASSERT_TRUE(s->prepared_txns(&prepared).ok());
+  EXPECT_TRUE(prepared.empty());
+  EXPECT_FALSE(s->rollback_prepared(99).ok());
+}
+
+TEST(RocksStore, TransactionNamesMustBeUnique) {
+  TempDir dir;
+  std::string err;
+  auto s = RocksStore::open(dir.path / "db", false, &err);
+  ASSERT_TRUE(s) << err;
+  StoreResult e;
+  auto a = s->begin(5, &e);
+  ASSERT_TRUE(a) << e.error;
+  auto b = s->begin(5, &e);
+  EXPECT_FALSE(b);
+  EXPECT_EQ(e.code, StoreResult::kError);
+}
+
+TEST(RocksStore, ADataDirFromBeforeTheColumnFamiliesOpens) {
+  TempDir dir;
+  const std::string path = (dir.path / "db").string();
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, path, &raw).ok());
+    ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), "k", "v").ok());
+    ASSERT_TRUE(raw->Close().ok());
+    delete raw;
+  }
+  std::string err;
+  auto s = RocksStore::open(path, false, &err);
+  ASSERT_TRUE(s) << err;
+  std::string v;
+  ASSERT_TRUE(s->get(B("k"), &v).ok());
+  EXPECT_EQ(v, "v");
+  EXPECT_TRUE(scan_all(*s, Cf::kCached).empty());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -10,8 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include "cached_keys.h"
 #include "cluster.h"
+#include "counters.h"
+#include "dedup_table.h"
 #include "propagator.h"
+#include "resolver.h"
 #include "store.h"
 #include "wire.h"
 
@@ -105,11 +111,40 @@ class EventLog {
   std::vector<std::string> events_;
 };
 
+// An in-memory KvStore with the same semantics as RocksStore (atomic batches, transactions
+// invisible until commit, a prepared transaction destroyed unfinished is "left in the WAL" for
+// prepared_txns(), as after a crash) and failure injection. Data operations and transaction
+// steps are recorded in the EventLog: "put k=v", "del k", "txn prepare", "txn commit",
+// "txn rollback", with " FAIL" appended when injected to fail.
 class FakeStore : public KvStore {
  public:
   explicit FakeStore(EventLog* log = nullptr) : log_(log) {}
-  bool fail_get = false, fail_put = false, fail_del = false;
-  std::map<std::string, std::string> data;
+
+  // Failure injection, set before the calls it should affect.
+  bool fail_get = false;
+  bool fail_put = false, fail_del = false;  // data puts/deletes: fail a batch whole, or a txn op
+  bool fail_marks = false;                  // batches writing Cf::kCached
+  bool fail_txlog = false;                  // batches writing Cf::kTxlog (not transactions)
+  bool fail_requests = false;               // batches writing Cf::kRequests (the dedup sweep)
+  bool fail_begin = false, fail_prepare = false, fail_commit = false, fail_rollback = false;
+  bool fail_scan = false;
+
+  // Contents, one map per column family (tests read and seed them directly).
+  std::map<std::string, std::string> data, marks, requests, txlog;
+  // Transactions destroyed while prepared: what a crash leaves in the WAL.
+  std::map<uint64_t, std::vector<RecoveredOp>> prepared;
+  // Batches written with each durability (for tests of what is synced).
+  int synced_writes = 0, relaxed_writes = 0;
+
+  std::map<std::string, std::string>& cf(Cf c) {
+    switch (c) {
+      case Cf::kData: return data;
+      case Cf::kCached: return marks;
+      case Cf::kRequests: return requests;
+      case Cf::kTxlog: return txlog;
+    }
+    return data;
+  }
 
   StoreResult get(Bytes key, std::string* value) override {
     std::lock_guard<std::mutex> lk(mu_);
@@ -120,23 +155,127 @@ class FakeStore : public KvStore {
     *value = it->second;
     return StoreResult::Ok();
   }
-  StoreResult put(Bytes key, Bytes value) override {
+
+  StoreResult write(std::span<const StoreOp> ops,
+                    Durability d = Durability::kAsConfigured) override {
     std::lock_guard<std::mutex> lk(mu_);
-    record("put " + str(key) + "=" + str(value) + (fail_put ? " FAIL" : ""));
-    if (fail_put) return StoreResult::Error("injected put failure");
-    data[str(key)] = str(value);
+    bool fail = false;
+    for (const StoreOp& op : ops) {
+      const bool f = fails(op.cf, op.is_delete);
+      if (op.cf == Cf::kData) record(describe(op.is_delete, op.key, op.value) + (f ? " FAIL" : ""));
+      fail |= f;
+    }
+    if (fail) return StoreResult::Error("injected write failure");
+    for (const StoreOp& op : ops) apply(op.cf, op.is_delete, str(op.key), str(op.value));
+    ++(d == Durability::kRelaxed ? relaxed_writes : synced_writes);
     return StoreResult::Ok();
   }
-  StoreResult del(Bytes key) override {
+
+  StoreResult scan(Cf c,
+                   const std::function<void(std::string_view, std::string_view)>& fn) override {
+    std::map<std::string, std::string> copy;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (fail_scan) return StoreResult::Error("injected scan failure");
+      copy = cf(c);
+    }
+    for (const auto& [k, v] : copy) fn(k, v);
+    return StoreResult::Ok();
+  }
+
+  std::unique_ptr<StoreTxn> begin(uint64_t txid, StoreResult* error) override {
     std::lock_guard<std::mutex> lk(mu_);
-    record("del " + str(key) + (fail_del ? " FAIL" : ""));
-    if (fail_del) return StoreResult::Error("injected delete failure");
-    data.erase(str(key));
+    if (fail_begin) {
+      *error = StoreResult::Error("injected begin failure");
+      return nullptr;
+    }
+    return std::make_unique<Txn>(*this, txid);
+  }
+
+  StoreResult prepared_txns(std::vector<PreparedTxn>* out) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& [txid, ops] : prepared) out->push_back(PreparedTxn{txid, ops});
+    return StoreResult::Ok();
+  }
+
+  StoreResult rollback_prepared(uint64_t txid) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (fail_rollback) return StoreResult::Error("injected rollback failure");
+    if (!prepared.erase(txid)) return StoreResult::Error("no prepared transaction");
     return StoreResult::Ok();
   }
 
  private:
-  static std::string str(Bytes b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+  class Txn final : public StoreTxn {
+   public:
+    Txn(FakeStore& s, uint64_t txid) : s_(s), txid_(txid) {}
+    ~Txn() override {
+      std::lock_guard<std::mutex> lk(s_.mu_);
+      if (state_ == kPrepared) s_.prepared[txid_] = ops_;  // as if the process had died
+    }
+    StoreResult put(Cf c, Bytes key, Bytes value) override { return add(c, false, key, value); }
+    StoreResult del(Cf c, Bytes key) override { return add(c, true, key, {}); }
+    StoreResult prepare() override {
+      std::lock_guard<std::mutex> lk(s_.mu_);
+      s_.record(std::string("txn prepare") + (s_.fail_prepare ? " FAIL" : ""));
+      if (state_ != kOpen) return StoreResult::Error("not open");
+      if (s_.fail_prepare) return StoreResult::Error("injected prepare failure");
+      state_ = kPrepared;
+      return StoreResult::Ok();
+    }
+    StoreResult commit() override {
+      std::lock_guard<std::mutex> lk(s_.mu_);
+      s_.record(std::string("txn commit") + (s_.fail_commit ? " FAIL" : ""));
+      if (state_ != kPrepared) return StoreResult::Error("not prepared");
+      if (s_.fail_commit) return StoreResult::Error("injected commit failure");
+      for (const RecoveredOp& op : ops_) s_.apply(op.cf, op.is_delete, op.key, op.value);
+      state_ = kDone;
+      return StoreResult::Ok();
+    }
+    StoreResult rollback() override {
+      std::lock_guard<std::mutex> lk(s_.mu_);
+      s_.record(std::string("txn rollback") + (s_.fail_rollback ? " FAIL" : ""));
+      if (s_.fail_rollback) return StoreResult::Error("injected rollback failure");
+      state_ = kDone;
+      return StoreResult::Ok();
+    }
+
+   private:
+    StoreResult add(Cf c, bool is_delete, Bytes key, Bytes value) {
+      std::lock_guard<std::mutex> lk(s_.mu_);
+      const bool f = c == Cf::kData && (is_delete ? s_.fail_del : s_.fail_put);
+      if (c == Cf::kData) s_.record(describe(is_delete, key, value) + (f ? " FAIL" : ""));
+      if (f) return StoreResult::Error("injected txn write failure");
+      if (state_ != kOpen) return StoreResult::Error("transaction already prepared");
+      ops_.push_back(RecoveredOp{c, is_delete, str(key), str(value)});
+      return StoreResult::Ok();
+    }
+    enum State { kOpen, kPrepared, kDone };
+    FakeStore& s_;
+    uint64_t txid_;
+    State state_ = kOpen;
+    std::vector<RecoveredOp> ops_;
+  };
+
+  bool fails(Cf c, bool is_delete) const {
+    switch (c) {
+      case Cf::kData: return is_delete ? fail_del : fail_put;
+      case Cf::kCached: return fail_marks;
+      case Cf::kTxlog: return fail_txlog;
+      case Cf::kRequests: return fail_requests;
+    }
+    return false;
+  }
+  void apply(Cf c, bool is_delete, const std::string& k, const std::string& v) {
+    if (is_delete) cf(c).erase(k);
+    else cf(c)[k] = v;
+  }
+  static std::string describe(bool is_delete, Bytes key, Bytes value) {
+    return is_delete ? "del " + str(key) : "put " + str(key) + "=" + str(value);
+  }
+  static std::string str(Bytes b) {
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+  }
   void record(const std::string& e) {
     if (log_) log_->add(e);
   }
@@ -144,22 +283,21 @@ class FakeStore : public KvStore {
   EventLog* log_;
 };
 
+// Records every call in the EventLog ("prepare cache0 k put=v", "commit cache0 k",
+// "abort cache0 k") and answers as configured.
 class FakePropagator : public Propagator {
  public:
   explicit FakePropagator(EventLog* log) : log_(log) {}
   PrepareOutcome::Code prepare_result = PrepareOutcome::kPrepared;
-  bool commit_ok = true, abort_ok = true;
-  std::vector<uint64_t> txids;
-  // For the concurrency test: how many propagations of one key overlapped at most.
+  FinishOutcome::Code commit_result = FinishOutcome::kDone, abort_result = FinishOutcome::kDone;
+  std::vector<uint64_t> txids, commit_txids, abort_txids;
+  // For the concurrency test: how many calls for one key overlapped at most.
   std::chrono::microseconds prepare_delay{0};
   std::atomic<int> in_flight{0}, max_in_flight{0};
 
   PrepareOutcome prepare(const std::string& node, std::span<const uint8_t> key, uint64_t txid,
                          bool is_delete, std::span<const uint8_t> value) override {
-    const int now = ++in_flight;
-    int prev = max_in_flight.load();
-    while (now > prev && !max_in_flight.compare_exchange_weak(prev, now)) {
-    }
+    enter();
     if (prepare_delay.count()) std::this_thread::sleep_for(prepare_delay);
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -169,25 +307,40 @@ class FakePropagator : public Propagator {
     PrepareOutcome o;
     o.code = prepare_result;
     if (o.code == PrepareOutcome::kFailed) o.error = "injected";
-    if (o.code != PrepareOutcome::kPrepared) --in_flight;  // no commit/abort follows
+    --in_flight;
     return o;
   }
-  bool commit(const std::string& node, std::span<const uint8_t> key, uint64_t, std::string* e) override {
-    --in_flight;
-    std::lock_guard<std::mutex> lk(mu_);
-    record("commit " + node + " " + str(key));
-    if (!commit_ok) *e = "injected";
-    return commit_ok;
+  FinishOutcome commit(const std::string& node, std::span<const uint8_t> key,
+                       uint64_t txid) override {
+    return finish("commit ", node, key, txid, commit_result, commit_txids);
   }
-  bool abort(const std::string& node, std::span<const uint8_t> key, uint64_t, std::string* e) override {
-    --in_flight;
-    std::lock_guard<std::mutex> lk(mu_);
-    record("abort " + node + " " + str(key));
-    if (!abort_ok) *e = "injected";
-    return abort_ok;
+  FinishOutcome abort(const std::string& node, std::span<const uint8_t> key,
+                      uint64_t txid) override {
+    return finish("abort ", node, key, txid, abort_result, abort_txids);
   }
 
  private:
+  void enter() {
+    const int now = ++in_flight;
+    int prev = max_in_flight.load();
+    while (now > prev && !max_in_flight.compare_exchange_weak(prev, now)) {
+    }
+  }
+  FinishOutcome finish(const char* what, const std::string& node, std::span<const uint8_t> key,
+                       uint64_t txid, FinishOutcome::Code result, std::vector<uint64_t>& ids) {
+    enter();
+    FinishOutcome o;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      record(what + node + " " + str(key));
+      ids.push_back(txid);
+      o.code = result;
+    }
+    if (o.code == FinishOutcome::kRefused || o.code == FinishOutcome::kUnreachable)
+      o.error = "injected";
+    --in_flight;
+    return o;
+  }
   static std::string str(std::span<const uint8_t> b) {
     return std::string(reinterpret_cast<const char*>(b.data()), b.size());
   }
@@ -196,6 +349,19 @@ class FakePropagator : public Propagator {
   }
   std::mutex mu_;
   EventLog* log_;
+};
+
+// The shared objects of a db node over fakes, for handler, control and recovery tests.
+struct FakeNode {
+  explicit FakeNode(EventLog* log = nullptr) : store(log), prop(log) {}
+  Cluster cluster = test_cluster();
+  FakeStore store;
+  CachedKeys cached;
+  FakePropagator prop;
+  TxIdSource txids{100};
+  DedupTable dedup;
+  Counters resolver_counters;
+  Resolver resolver{store, cached, prop, resolver_counters};
 };
 
 }  // namespace exo::db::testing
