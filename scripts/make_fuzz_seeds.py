@@ -1,17 +1,147 @@
 #!/usr/bin/env python3
-"""Seed corpora for the fuzz targets from proto/wire_vectors.json (valid and malformed frames)."""
+"""Seed corpora for the fuzz targets (scripts/sanitize.sh): frames from proto/wire_vectors.json
+(valid and malformed), cluster configs, lcore lists, and control-plane request sequences
+encoded with the generated protobuf classes (proto/exoproto/control_pb2.py)."""
 import json
 import pathlib
+import struct
 import sys
 
 root = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(root / "proto"))
+sys.path.insert(0, str(root / "controller"))
+from exoproto import control_pb2 as pb  # noqa: E402
+
 out = pathlib.Path(sys.argv[1])
+
+
+def seeds(target, items):
+    d = out / target
+    d.mkdir(parents=True, exist_ok=True)
+    for i, data in enumerate(items):
+        (d / f"seed{i}").write_bytes(data)
+
+
+# ---- data-plane frames ----
 vectors = json.loads((root / "proto" / "wire_vectors.json").read_text())
 frames = [bytes.fromhex(v["frame_hex"]) for v in vectors["frames"] + vectors["malformed"]]
-for target in ("wire_parse_fuzz", "request_handler_fuzz", "db_request_handler_fuzz"):
-    (out / target).mkdir(parents=True, exist_ok=True)
-for i, f in enumerate(frames):
-    (out / "wire_parse_fuzz" / f"seed{i}").write_bytes(f)
-    (out / "db_request_handler_fuzz" / f"seed{i}").write_bytes(f)
-    if len(f) < 256:  # request_handler_fuzz frames: [len][extra_cap/4][bytes]
-        (out / "request_handler_fuzz" / f"seed{i}").write_bytes(bytes([len(f), 128]) + f)
+seeds("wire_parse_fuzz", frames)
+seeds("db_request_handler_fuzz", frames)
+# request_handler_fuzz frames: [len][extra_cap/4][bytes]
+seeds("request_handler_fuzz", [bytes([len(f), 128]) + f for f in frames if len(f) < 256])
+
+# ---- cluster config (what `exo config resolve` writes) ----
+minimal = {
+    "cluster": {"name": "t", "mtu": 1500, "udp_port": 7777, "service_ip": "10.0.0.254"},
+    "switch": {"partition_bits": 1},
+    "controller": {"grpc": "unix:/tmp/c.sock"},
+    "cache_nodes": [{"name": "cache0", "mac": "02:00:00:00:01:01", "ip": "10.0.1.1",
+                     "switch_port": 1, "iface": "cache0-eth0", "grpc": "unix:/tmp/x",
+                     "capacity": 10, "lcores": "0", "burst": 32, "idle_sleep_us": 20,
+                     "eal_args": []}],
+    "db_nodes": [{"name": "db0", "mac": "02:00:00:00:02:01", "ip": "10.0.2.1", "switch_port": 2,
+                  "iface": "db0-eth0", "grpc": "unix:/tmp/d0", "data_dir": "/tmp/d0",
+                  "threads": 1, "sync_writes": False, "cache_node": "cache0"}],
+    "clients": [{"name": "client0", "mac": "02:00:00:00:03:01", "ip": "10.0.3.1",
+                 "switch_port": 3, "iface": "client0-eth0"}],
+    "hot_keys": {"top_k": 7, "sample_rate": 0.5, "segment_ms": 100, "segments": 2,
+                 "weights": [3, 1], "load_ewma_alpha": 0.2, "report_interval_ms": 50,
+                 "report_keys": 5},
+    "cache_fill": {"enabled": True, "interval_ms": 20, "min_rate": 2.5, "hysteresis": 0.2,
+                   "report_ttl_ms": 900, "hit_ewma_alpha": 0.4, "max_fetch_batch": 9},
+    "partitions": ["db0", "db0"],
+}
+configs = [minimal]
+try:  # the demo cluster, resolved by the controller's schema (needs its Python dependencies)
+    from exo_controller.config import load_config, resolve
+    configs.append(resolve(load_config(root / "configs" / "demo.yaml")))
+except Exception as e:  # noqa: BLE001 - seeds are a help, not a requirement
+    print(f"make_fuzz_seeds: demo config not resolved ({e}); minimal config only", file=sys.stderr)
+texts = [json.dumps(c, separators=(",", ":")).encode() for c in configs]
+texts += [json.dumps(minimal, indent=1).encode(), b"{}", b"[]", b'{"cluster": {"mtu": 1e20}}']
+seeds("cluster_parse_fuzz", texts)
+
+# ---- EAL args: [mtu:2][lcores] ----
+seeds("eal_args_fuzz", [struct.pack(">H", m) + s for m, s in
+                        [(1500, b"0"), (1500, b"0-3"), (9000, b"0,2-3,7"), (0, b"3-1"),
+                         (1, b"1,"), (2, b"1023"), (3, b"0-1024")]])
+
+# ---- cache node control plane: [op:1][len:2][message] steps (cache-node/fuzz/control_fuzz.cc) ----
+(CACHE, EVICT, PREPARE, COMMIT, ABORT, DROP, REPORT, RESET, LIST_STATS, FILL, RETIRE,
+ DURING_FETCH, FAULTS, CLOCK, GET) = range(15)
+
+
+def step(op, payload=b""):
+    if not isinstance(payload, bytes):
+        payload = payload.SerializeToString()
+    return struct.pack(">BH", op, len(payload)) + payload
+
+
+def keys(*ks):
+    return pb.KeysRequest(keys=[k.encode() for k in ks])
+
+
+def report(db, *kr):
+    return pb.ReportRequest(db_node=db, keys=[pb.KeyLoad(key=k.encode(), rate=r) for k, r in kr])
+
+
+def prep(k, txid, value=b"", is_delete=False):
+    return pb.PrepareRequest(key=k.encode(), txid=txid, value=value, is_delete=is_delete)
+
+
+def tx(k, txid):
+    return pb.TxRequest(key=k.encode(), txid=txid)
+
+
+stats = pb.StatsRequest()
+control = [
+    step(CACHE, keys("a", "b", "c")) + step(GET, b"a") + step(PREPARE, prep("b", 7, b"B2"))
+    + step(GET, b"b") + step(COMMIT, tx("b", 7)) + step(GET, b"b") + step(RESET, stats)
+    + step(GET, b"a") + step(LIST_STATS, stats),
+    step(REPORT, report("db0", ("a", 50), ("b", 40), ("c", 30), ("d", 20), ("e", 10)))
+    + step(FILL) + step(CLOCK, b"\x00\x64") + step(FILL)
+    + step(REPORT, report("db0", ("f", 500), ("g", 400), ("h", 300), ("k", 200))) + step(FILL)
+    + step(FAULTS, b"\x04") + step(RETIRE) + step(RESET, stats) + step(RETIRE) + step(FILL),
+    step(DURING_FETCH) + step(RESET, stats) + step(CACHE, keys("a", "b")) + step(CACHE, keys("a")),
+    step(DURING_FETCH) + step(PREPARE, prep("a", 3, b"A3")) + step(CACHE, keys("a"))
+    + step(GET, b"a") + step(COMMIT, tx("a", 3)) + step(ABORT, tx("a", 3)) + step(GET, b"a"),
+    step(DURING_FETCH) + step(EVICT, keys("a")) + step(CACHE, keys("a", "b"))
+    + step(PREPARE, prep("b", 1, is_delete=True)) + step(COMMIT, tx("b", 1)) + step(RETIRE),
+    step(CACHE, keys("", "x" * 251, "big", "empty", "nope", "a", "a")) + step(DROP, keys("a", "q"))
+    + step(EVICT, keys("a", "empty")),
+    step(REPORT, report("db9", ("a", 1))) + step(REPORT, report("db0", ("a", -1)))
+    + step(REPORT, report("db0", ("", 1))) + step(FAULTS, b"\x41a") + step(REPORT, report("db0", ("a", 9)))
+    + step(FILL) + step(FAULTS, b"\x01") + step(CACHE, keys("b")) + step(FILL),
+    step(CACHE, keys(*"abcdefgh")) + step(CACHE, keys("k")) + step(DURING_FETCH) + step(FILL)
+    + step(REPORT, report("db0", ("a", 9))) + step(FILL),
+]
+seeds("control_fuzz", control)
+
+# ---- db node control plane: same step format (db-node/fuzz/control_fuzz.cc) ----
+D_FETCH, D_EVICT, D_FORGET, D_STATS, D_HOTKEYS, D_FAULTS, D_SEED, D_DECISION = range(8)
+
+
+def fetch(node, *ks):
+    return pb.FetchRequest(cache_node=node, keys=[k.encode() for k in ks])
+
+
+def evict(node, *ks):
+    return pb.EvictRequest(cache_node=node, keys=[k.encode() for k in ks])
+
+
+def forget(node):
+    return pb.ForgetCacheNodeRequest(cache_node=node)
+
+
+seeds("db_control_fuzz", [
+    step(D_FETCH, fetch("cache0", "a", "b", "missing", "", "x" * 251)) + step(D_STATS, stats)
+    + step(D_EVICT, evict("cache0", "a", "zz")) + step(D_EVICT, evict("cache9", "b"))
+    + step(D_FORGET, forget("cache0")) + step(D_STATS, stats),
+    step(D_SEED, b"\x02k2value") + step(D_FETCH, fetch("cache0", "k2", "c"))
+    + step(D_DECISION, b"\x07\x01c") + step(D_DECISION, b"\x08\x00k2")
+    + step(D_FORGET, forget("cache0")) + step(D_FORGET, forget("nobody")),
+    step(D_FAULTS, b"\x02") + step(D_FETCH, fetch("cache0", "a")) + step(D_FAULTS, b"\x01")
+    + step(D_FETCH, fetch("cache0", "b")) + step(D_FAULTS, b"\x00") + step(D_FETCH, fetch("cache0", "a", "b"))
+    + step(D_FAULTS, b"\x02") + step(D_EVICT, evict("cache0", "a")) + step(D_HOTKEYS, stats),
+    step(D_FETCH, fetch("cache9", "a")) + step(D_FETCH, fetch("", "a")),
+])

@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
 # C++ unit tests under AddressSanitizer + UndefinedBehaviorSanitizer, then a fuzz run of every
-# packet parser target (libFuzzer, same sanitizers). FUZZ_SECONDS per target (default 20;
-# `make fuzz` runs 600). Figures: each target's final libFuzzer line (runs, coverage).
+# frame and message parser target (libFuzzer, same sanitizers). Each target runs FUZZ_SECONDS if
+# set (`make fuzz` sets 600), else its short default below (`make test`: 20 s for the packet
+# parsers, 10-15 s for the rest; about 2 minutes in all). Prints one line per target (executions,
+# seconds, crashes) and writes them to results/fuzz.json as {target: {runs, seconds, crashes}}.
+# Every target runs even if one crashes; the script then fails, naming the saved inputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD:-build-sanitize}
-FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 TESTS=(proto/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests)
-FUZZERS=(proto/cpp/wire_parse_fuzz cache-node/request_handler_fuzz db-node/db_request_handler_fuzz)
+# path:short-run seconds
+FUZZERS=(
+  proto/cpp/wire_parse_fuzz:20             # wire::parse
+  cache-node/request_handler_fuzz:20       # the cache node's burst handler
+  db-node/db_request_handler_fuzz:20       # the db node's frame handler
+  proto/cpp/cluster_parse_fuzz:10          # the resolved cluster config (JSON)
+  cache-node/eal_args_fuzz:10              # cache_nodes[].lcores -> EAL argv
+  cache-node/control_fuzz:15               # the cache node's CacheNode RPC handlers + filler
+  db-node/db_control_fuzz:15               # the db node's DbNode RPC handlers
+)
+fuzz_path() { echo "${1%%:*}"; }
 
 echo "==> sanitizer build (clang, ASan + UBSan, libFuzzer) in $BUILD"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DEXO_SANITIZE=ON -DEXO_FUZZ=ON > /dev/null
-ninja -C "$BUILD" $(for t in "${TESTS[@]}" "${FUZZERS[@]}"; do basename "$t"; done)
+ninja -C "$BUILD" $(for t in "${TESTS[@]}"; do basename "$t"; done) \
+  $(for f in "${FUZZERS[@]}"; do basename "$(fuzz_path "$f")"; done)
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -21,19 +34,47 @@ for t in "${TESTS[@]}"; do
   "$BUILD/$t" --gtest_brief=1
 done
 
-echo "==> fuzzing each parser for ${FUZZ_SECONDS}s"
+if [[ -n "${FUZZ_SECONDS:-}" ]]; then
+  echo "==> fuzzing each parser for ${FUZZ_SECONDS}s"
+else
+  echo "==> fuzzing each parser (short run)"
+fi
 corpus="$BUILD/corpus"
 .venv/bin/python scripts/make_fuzz_seeds.py "$corpus"
-mkdir -p "$BUILD/fuzz-logs"
-for f in "${FUZZERS[@]}"; do
+logs="$BUILD/fuzz-logs"
+mkdir -p "$logs" results
+json="{"
+failed=()
+for entry in "${FUZZERS[@]}"; do
+  f=$(fuzz_path "$entry")
   name=$(basename "$f")
-  log="$BUILD/fuzz-logs/$name.log"
-  if ! "$BUILD/$f" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
-       -artifact_prefix="$BUILD/fuzz-logs/$name-" "$corpus/$name" > "$log" 2>&1; then
+  secs=${FUZZ_SECONDS:-${entry##*:}}
+  log="$logs/$name.log"
+  rm -f "$logs/$name"-crash-* "$logs/$name"-leak-* "$logs/$name"-timeout-* "$logs/$name"-oom-*
+  mkdir -p "$corpus/$name"
+  rc=0
+  start=$SECONDS
+  "$BUILD/$f" -max_total_time="$secs" -timeout=30 -print_final_stats=1 \
+    -artifact_prefix="$logs/$name-" "$corpus/$name" > "$log" 2>&1 || rc=$?
+  # Executions: the final stats, else libFuzzer's "Done N runs", else its last "#N" status line.
+  runs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)
+  [[ -n "$runs" ]] || runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -1)
+  [[ -n "$runs" ]] || runs=$(sed -n 's/^#\([0-9]*\).*/\1/p' "$log" | tail -1)
+  runs=${runs:-0}
+  took=$((SECONDS - start))
+  crashes=$(find "$logs" -maxdepth 1 -type f \( -name "$name-crash-*" -o -name "$name-leak-*" \
+             -o -name "$name-timeout-*" -o -name "$name-oom-*" \) | wc -l)
+  if ((rc != 0)) && ((crashes == 0)); then crashes=1; fi  # died without saving an input
+  echo "$name: $runs executions in ${took}s, $crashes crash(es)"
+  json+=$([[ "$json" == "{" ]] || echo ",")$'\n  '"\"$name\": {\"runs\": $runs, \"seconds\": $took, \"crashes\": $crashes}"
+  if ((crashes > 0)); then
     tail -40 "$log"
-    echo "FUZZ FAILURE in $name (crash input saved as $BUILD/fuzz-logs/$name-*)"
-    exit 1
+    failed+=("$name")
   fi
-  runs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
-  echo "$name: $runs executions in ${FUZZ_SECONDS}s, no crash"
 done
+printf '%s\n}\n' "$json" > results/fuzz.json
+echo "fuzz results: results/fuzz.json"
+if ((${#failed[@]} > 0)); then
+  echo "FUZZ FAILURE in ${failed[*]} (inputs saved as $logs/<target>-*)"
+  exit 1
+fi

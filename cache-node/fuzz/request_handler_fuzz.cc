@@ -27,11 +27,14 @@ CacheState& state() {
 }  // namespace
 
 // Input: a sequence of [len:1][extra_cap:1][bytes:len] frames (up to 8 per burst); extra_cap*4
-// bytes of tailroom follow each frame, so replies that do not fit are exercised too.
+// bytes of tailroom follow each frame, so replies that do not fit are exercised too, and an odd
+// extra_cap marks the frame truncated (a chained mbuf). The node's largest frame is set to 200
+// bytes, so longer ones are oversized; neither kind may be answered or forwarded.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   SelfInfo self;
   self.mac = {0x02, 0, 0, 0, 1, 1};
   self.ip = 0x0a000101;
+  self.max_frame = 200;
   std::vector<std::vector<uint8_t>> bufs;
   FrameRef frames[8];
   size_t n = 0;
@@ -39,6 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 2) break;
     const size_t len = std::min<size_t>(data[0], size - 2);
     const size_t cap = len + size_t{data[1]} * 4;
+    const bool truncated = data[1] & 1;
     data += 2;
     size -= 2;
     auto& b = bufs.emplace_back(data, data + len);
@@ -46,6 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     frames[n].data = b.data();
     frames[n].len = len;
     frames[n].cap = cap;
+    frames[n].truncated = truncated;
     ++n;
     data += len;
     size -= len;
@@ -57,6 +62,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (accounted != n) std::abort();
   for (size_t i = 0; i < n; ++i) {
     if (frames[i].action != Action::kDrop && frames[i].out_len > frames[i].cap) std::abort();
+    if (frames[i].action != Action::kDrop && (frames[i].truncated || frames[i].len > self.max_frame))
+      std::abort();
+    if (frames[i].action == Action::kReply && frames[i].out_len > self.max_frame) std::abort();
     if (frames[i].action == Action::kForward && frames[i].data[0] != exo::kPrefixOther) std::abort();
   }
   return 0;

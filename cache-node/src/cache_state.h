@@ -21,6 +21,7 @@ namespace exo::cache {
 // A key between "Cache() decided to fetch it" and "value inserted". Writes that are prepared or
 // committed meanwhile are recorded here so the insert does not resurrect a stale value.
 struct FetchState {
+  bool cancelled = false;  // an Evict or Reset RPC came meanwhile: insert nothing, whatever follows
   bool prepared = false;  // a Prepare arrived and is not yet committed/aborted
   uint64_t txid = 0;
   bool prepared_delete = false;
@@ -48,6 +49,22 @@ struct CacheState {
   // are not admitted again until the removal completes, so Add and Remove for one key reach the
   // controller in the order they were decided.
   std::unordered_set<std::string> removing;
+  // How many Reset RPCs have run. The filler compares it with the value it last saw to forget
+  // what it remembers about held keys (hit rates, rule adds to resend, removals to resend).
+  uint64_t resets = 0;
+
+  // The Reset RPC's work (caller holds mu): drops every entry, pending ones too; turns every
+  // FETCH in flight into a no-insert; forgets the retirements not sent yet (their rules are gone
+  // and their db nodes forgot this node). Keys in `removing` stay there until their in-flight
+  // removal is back, so no new FETCH of them can be overtaken by its late EVICT. Returns the
+  // number of entries dropped.
+  size_t reset() {
+    const size_t dropped = map.clear();
+    for (auto& [k, fs] : fetching) fs.cancelled = true;
+    retiring.clear();
+    ++resets;
+    return dropped;
+  }
 };
 
 }  // namespace exo::cache

@@ -87,7 +87,7 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
       return true;
     });
   }
-  for (const auto* keys : {&o.failed, &o.not_cached})
+  for (const auto* keys : {&o.failed, &o.not_cached, &o.cancelled})
     for (const auto& k : *keys) reply->add_skipped(k);
   const std::set<std::string> want_set(want.begin(), want.end());
   for (const auto& k : o.evicted)
@@ -95,6 +95,7 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
   const Keys& inserted = o.inserted;
   const Keys& evicted = o.evicted;
   Keys not_cached = o.not_cached;
+  not_cached.insert(not_cached.end(), o.cancelled.begin(), o.cancelled.end());
   cp_.cached_inserts += inserted.size();
   cp_.evictions += evicted.size();
 
@@ -131,9 +132,9 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
       // below is back, so no FETCH of the key can be overtaken by it.
       state_.retiring.erase(k);
       state_.removing.insert(k);
-      // A FETCH in flight must not insert it after all: treat it like a committed delete.
+      // A FETCH in flight must not insert it after all (not even with a write committed later).
       if (auto it = state_.fetching.find(k); it != state_.fetching.end())
-        it->second.committed = it->second.committed_delete = true;
+        it->second.cancelled = true;
       if (state_.map.erase(k)) ++erased;
       else reply->add_skipped(k);
     }
@@ -158,6 +159,23 @@ grpc::Status ControlService::DropEntries(grpc::ServerContext*, const KeysRequest
     else reply->add_skipped(k);
   }
   reply->set_done(erased);
+  return grpc::Status::OK;
+}
+
+// Reset (control.proto): the controller had declared this node dead, withdrew its Ruleset 2 rules
+// and told the db nodes to forget it (DbNode.ForgetCacheNode), so no write to what is held here
+// is propagated any more: drop it all, and cancel the FETCHes in flight. Neither the controller
+// nor a db node is called: both have already let go. The filler sees state_.resets change and
+// forgets its held-key state, then refills from the REPORTs as after a start.
+grpc::Status ControlService::Reset(grpc::ServerContext*, const StatsRequest*, KeysReply* reply) {
+  size_t dropped = 0;
+  {
+    std::lock_guard lock(state_.mu);
+    dropped = state_.reset();
+  }
+  ++cp_.resets;
+  LOG_INFO("Reset: dropped %zu entries", dropped);
+  reply->set_done(static_cast<uint32_t>(dropped));
   return grpc::Status::OK;
 }
 

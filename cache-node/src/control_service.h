@@ -32,6 +32,7 @@ class ControlService final : public exo::CacheNode::Service {
   grpc::Status ListKeys(grpc::ServerContext*, const StatsRequest*, CachedKeysReply*) override;
   grpc::Status Stats(grpc::ServerContext*, const StatsRequest*, StatsReply*) override;
   grpc::Status Report(grpc::ServerContext*, const ReportRequest*, ReportReply*) override;
+  grpc::Status Reset(grpc::ServerContext*, const StatsRequest*, KeysReply*) override;
 
  private:
   grpc::Status finish_tx(const TxRequest& req, TxReply* reply, bool commit);

@@ -43,7 +43,7 @@ grpc::Status ControlService::Prepare(grpc::ServerContext*, const PrepareRequest*
     return grpc::Status::OK;
   }
   FetchState& fs = it->second;
-  if (fs.prepared && fs.txid != req->txid()) {
+  if (fs.prepared && fs.txid > req->txid()) {  // newer supersedes older: see LruMap::prepare
     set(reply, false, true, "another write is prepared for this key");
     return grpc::Status::OK;
   }

@@ -35,7 +35,8 @@
   X(fill_evicted, "keys the filler marked retiring")                                     \
   X(fill_fetch_failed, "keys the filler could not fetch (db node unreachable)")          \
   X(fill_rule_errors, "failed AddCacheRules/RemoveCacheRules calls of the filler/retirer") \
-  X(retired, "retiring entries erased after their rule was removed")
+  X(retired, "retiring entries erased after their rule was removed")                    \
+  X(resets, "Reset() calls: every entry dropped after the controller had declared us dead")
 
 // Gauges: read at Stats() time, not accumulated.
 #define EXO_GAUGES(X)                                                              \

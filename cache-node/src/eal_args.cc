@@ -5,10 +5,19 @@
 namespace exo::cache {
 namespace {
 
+// An lcore id: digits only, at most kMaxLcoreId (so neither std::stoul's out_of_range nor an
+// overflowing range count can happen on a config typo such as "0-99999999999").
 unsigned parse_uint(const std::string& s, const std::string& whole) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
     throw std::invalid_argument("lcores: bad core list '" + whole + "'");
-  return static_cast<unsigned>(std::stoul(s));
+  unsigned v = 0;
+  for (char ch : s) {
+    v = v * 10 + static_cast<unsigned>(ch - '0');
+    if (v > kMaxLcoreId)
+      throw std::invalid_argument("lcores: core id over " + std::to_string(kMaxLcoreId) + " in '" +
+                                  whole + "'");
+  }
+  return v;
 }
 
 }  // namespace

@@ -10,7 +10,11 @@
 
 namespace exo::cache {
 
-// Number of lcores in a DPDK -l list such as "1", "0-3" or "0,2-3". Throws std::invalid_argument.
+// Largest lcore id accepted in a core list (DPDK's own RTE_MAX_LCORE is smaller, typically 128).
+inline constexpr unsigned kMaxLcoreId = 1023;
+
+// Number of lcores in a DPDK -l list such as "1", "0-3" or "0,2-3". Throws std::invalid_argument
+// (and nothing else) on a malformed list or a core id over kMaxLcoreId.
 size_t count_lcores(const std::string& list);
 
 // AF_PACKET ring frame size for the emulation vdev: the PMD default (2048) when a 14 + mtu frame

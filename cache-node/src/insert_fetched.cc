@@ -20,6 +20,10 @@ InsertOutcome insert_fetched(CacheState& state, const Keys& want, const FetchRes
       out.failed.push_back(k);
       continue;
     }
+    if (fs.cancelled) {
+      out.cancelled.push_back(k);
+      continue;
+    }
     // A write committed while we were fetching is newer than what the db node returned.
     const std::string* value = nullptr;
     if (fs.committed) value = fs.committed_delete ? nullptr : &fs.committed_value;

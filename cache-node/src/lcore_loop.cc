@@ -29,11 +29,12 @@ void handle_burst(rte_mbuf** pkts, uint16_t n, LcoreState& ls, const LoopShared&
     rte_prefetch0(rte_pktmbuf_mtod(m, void*));
     FrameRef& f = frames[i];
     f.data = rte_pktmbuf_mtod(m, uint8_t*);
-    // Single segment only (the data room fits 14 + mtu); a chained mbuf is treated as truncated
-    // so it fails parsing instead of being read past its first segment.
+    // Single segment only (the data room fits 14 + mtu). A chained mbuf holds a frame larger
+    // than that: only its first segment is looked at (to tell ours from foreign traffic), and
+    // if it is ours it is dropped and counted as malformed.
     f.len = rte_pktmbuf_data_len(m);
     f.cap = m->nb_segs == 1 ? f.len + rte_pktmbuf_tailroom(m) : f.len;
-    if (m->nb_segs != 1) f.len = 0;
+    f.truncated = m->nb_segs != 1;
   }
   process_burst(frames.data(), n, *sh.state, sh.self, ls.counters);
 

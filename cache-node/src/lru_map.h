@@ -123,6 +123,17 @@ class LruMap {
   }
   bool erase(std::string_view key) { return erase(key, hash_of(key)); }
 
+  // Drops every entry, pending ones too. Returns how many there were.
+  size_t clear() {
+    const size_t n = size_;
+    for (uint32_t i = head_; i != kNil;) {
+      const uint32_t next = pool_[i].next;
+      erase_index(i);
+      i = next;
+    }
+    return n;
+  }
+
   // Keys from MRU to LRU.
   std::vector<std::string> keys() const {
     std::vector<std::string> out;
@@ -143,7 +154,11 @@ class LruMap {
   TxResult prepare(std::string_view key, uint64_t txid, bool is_delete, std::string_view value) {
     Entry* e = find(key);
     if (!e) return TxResult::kNotHeld;
-    if (e->pending && e->txid != txid) return TxResult::kBusy;
+    // A newer txid supersedes an older pending one: the owning db node resolves (delivers
+    // Commit/Abort for) a key's earlier transaction before it prepares a new one, so an older
+    // txid still pending here is one whose Prepare arrived late, after its Abort was answered
+    // "nothing pending". Refusing would make every later write of the key BUSY for good.
+    if (e->pending && e->txid > txid) return TxResult::kBusy;
     if (!e->pending) ++pending_;
     e->pending = true;
     e->txid = txid;

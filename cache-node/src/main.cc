@@ -160,7 +160,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
     shared.port = port.id;
     shared.burst = self.burst;
     shared.idle_sleep_us = self.idle_sleep_us;
-    shared.self = {self.mac, self.ip, cluster.udp_port};
+    shared.self = {self.mac, self.ip, cluster.udp_port, exo::wire::kEthLen + cluster.mtu};
     shared.state = &state;
     shared.quit = &g_quit;
     shared.lcores = lcores.data();

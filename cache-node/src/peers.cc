@@ -142,9 +142,14 @@ RuleOutcome GrpcPeers::change_rules(const std::vector<KeyRate>& keys, bool add, 
   if (!st.ok())
     return {std::string(what) + ": " + st.error_message(),
             st.error_code() != grpc::StatusCode::UNAVAILABLE};
+  // A node the controller counts as out of the cluster (it declared us dead and we have not
+  // finished rejoining) gets every add rejected and nothing counted: resending later is safe,
+  // and needed, or the keys would stay cached with no rule.
+  const bool out_of_cluster = add && rep.rejected() == keys.size() &&
+                              rep.error().find("out of the cluster") != std::string::npos;
   if (rep.rejected() > 0)
     return {std::string(what) + ": " + std::to_string(rep.rejected()) + " rejected: " + rep.error(),
-            true};
+            !out_of_cluster};
   // A waiting call can end (deadline) while some changes are still queued at the controller:
   // those count as neither accepted nor rejected. Not confirmed is not done.
   const auto settled = static_cast<size_t>(rep.accepted()) + rep.rejected();

@@ -1,5 +1,6 @@
 #include "request_handler.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string_view>
@@ -26,6 +27,7 @@ Verdict classify(std::span<const uint8_t> frame, const SelfInfo& self, wire::Fra
   if (n >= kUdpDstOff + 2 && f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45 && f[23] == 17 &&
       rd16(f + kUdpDstOff) != self.udp_port)
     return Verdict::kIgnore;
+  if (n > self.max_frame) return Verdict::kMalformed;  // oversized: the link MTU was ignored
   if (wire::parse(frame, view) != wire::ParseError::kNone) return Verdict::kMalformed;
   // Only GET requests are routed to cache nodes (Ruleset 2 matches prefix 0xAA only). A PUT, a
   // reply or a 0xBA frame here is a misroute: drop it rather than guess.
@@ -48,7 +50,10 @@ Action execute_get(FrameRef& f, const wire::FrameView& view, uint64_t hash, LruM
     const wire::Addr addr{self.mac.data(), self.ip, self.udp_port};
     const std::span<const uint8_t> value(reinterpret_cast<const uint8_t*>(e->value.data()),
                                          e->value.size());
-    const size_t len = wire::build_reply({f.data, f.cap}, view, addr, wire::kOk, wire::kFromCache, value);
+    // Never larger than the link MTU allows (a value committed over gRPC may be larger than
+    // any PUT could carry): such a GET is forwarded, like one whose reply does not fit `cap`.
+    const size_t room = std::min(f.cap, self.max_frame);
+    const size_t len = wire::build_reply({f.data, room}, view, addr, wire::kOk, wire::kFromCache, value);
     if (len != 0) {
       f.action = Action::kReply;
       f.out_len = len;
@@ -76,7 +81,9 @@ void process_burst(FrameRef* frames, size_t n, CacheState& state, const SelfInfo
   for (size_t i = 0; i < n; ++i) {
     FrameRef& f = frames[i];
     f.action = Action::kDrop;
-    switch (classify({f.data, f.len}, self, views[i])) {
+    Verdict v = classify({f.data, f.len}, self, views[i]);
+    if (f.truncated && v != Verdict::kIgnore) v = Verdict::kMalformed;
+    switch (v) {
       case Verdict::kIgnore: bump(c.ignored); break;
       case Verdict::kMalformed: bump(c.malformed_dropped); break;
       case Verdict::kGet:

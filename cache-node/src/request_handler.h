@@ -22,6 +22,9 @@ struct SelfInfo {
   Mac mac{};
   uint32_t ip = 0;  // host order
   uint16_t udp_port = 7777;
+  // 14 + cluster mtu: a longer frame of ours is malformed (dropped and counted), never answered
+  // or forwarded (the switch and the db node would drop a forwarded one anyway).
+  size_t max_frame = wire::kEthLen + 1500;
 };
 
 enum class Verdict : uint8_t { kIgnore, kMalformed, kGet };
@@ -35,18 +38,22 @@ struct FrameRef {
   uint8_t* data = nullptr;  // frame start
   size_t len = 0;           // bytes received
   size_t cap = 0;           // writable bytes from data (len + tailroom): bound of the reply
+  bool truncated = false;   // the frame goes on past len (a chained mbuf: only its first
+                            // segment is visible): malformed unless it is not ours at all
   Action action = Action::kDrop;
   size_t out_len = 0;  // frame length to transmit (kReply / kForward)
 };
 
-// Phase 1: is this frame ours, well-formed, and a GET? Fills `view` on kGet.
+// Phase 1: is this frame ours, well-formed, no longer than self.max_frame, and a GET? Fills
+// `view` on kGet.
 Verdict classify(std::span<const uint8_t> frame, const SelfInfo& self, wire::FrameView& view);
 
 // Rewrites a GET so switch Ruleset 3 (not Ruleset 2) takes it to the owning db node.
 void make_forward(uint8_t* frame);
 
 // Phase 3 for one classified GET. Caller holds the map lock.
-// A hit whose reply would not fit `cap` is forwarded instead (the db node can answer it).
+// A hit whose reply would not fit `cap` or self.max_frame is forwarded instead (the db node can
+// answer it).
 Action execute_get(FrameRef& f, const wire::FrameView& view, uint64_t hash, LruMap& map,
                    const SelfInfo& self);
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "control_service.h"
+#include "request_handler.h"
 #include "wire.h"
 
 namespace {
@@ -155,6 +156,31 @@ class ControlServiceTest : public ::testing::Test {
     return rep;
   }
   Keys skipped(const exo::KeysReply& r) { return Keys(r.skipped().begin(), r.skipped().end()); }
+  exo::KeysReply reset() {
+    exo::StatsRequest req;
+    exo::KeysReply rep;
+    EXPECT_TRUE(svc_.Reset(nullptr, &req, &rep).ok());
+    return rep;
+  }
+  // What the data plane does with a GET for `key` now.
+  Action get(const std::string& key) {
+    std::vector<uint8_t> buf(2048);
+    const exo::Mac dst = exo::request_mac(exo::kPrefixGet, LruMap::hash_of(key));
+    const exo::Mac client{0x02, 0, 0, 0, 3, 1};
+    exo::wire::Header h;
+    h.opcode = exo::wire::kGet;
+    const size_t len = exo::wire::build(
+        buf, dst.data(), {client.data(), 0x0a000301, 40000}, 0x0a0000fe, 7777, h,
+        {reinterpret_cast<const uint8_t*>(key.data()), key.size()}, {});
+    SelfInfo self;
+    self.mac = {0x02, 0, 0, 0, 1, 1};
+    self.ip = 0x0a000101;
+    FrameRef f{buf.data(), len, buf.size()};
+    exo::wire::FrameView v{};
+    EXPECT_EQ(classify({f.data, f.len}, self, v), Verdict::kGet);
+    std::lock_guard lock(state_.mu);
+    return execute_get(f, v, LruMap::hash_of(key), state_.map, self);
+  }
 
   exo::Cluster cluster_;
   std::string db_addr_, ctl_addr_;
@@ -321,7 +347,7 @@ TEST_F(ControlServiceTest, DropEntriesListKeysAndStats) {
                  "forwarded_misses", "requests_served", "cached_inserts", "evictions", "prepares",
                  "commits", "aborts", "reports_received", "reports_rejected", "fill_rounds",
                  "fill_admitted", "fill_evicted", "fill_fetch_failed", "fill_rule_errors",
-                 "retired", "hot_list_keys", "retiring", "threshold_milli"})
+                 "retired", "resets", "hot_list_keys", "retiring", "threshold_milli"})
     EXPECT_TRUE(c.count(n)) << n;
 }
 
@@ -399,6 +425,91 @@ TEST_F(ControlServiceTest, EvictClearsRetirement) {
   auto rep = call_evict({"a", "b"});
   EXPECT_EQ(rep.done(), 2u);
   EXPECT_TRUE(state_.retiring.empty());
+  EXPECT_TRUE(state_.removing.empty());
+}
+
+TEST_F(ControlServiceTest, ResetDropsEverythingAndCallsNoPeer) {
+  start_servers();
+  call_cache({"a", "b", "c"});
+  ASSERT_EQ(get("a"), Action::kReply);
+  EXPECT_TRUE(prepare("b", 7, false, "B2").cached());
+  state_.retiring.insert("c");
+  const size_t adds = ctl_.added.size(), removes = ctl_.removed.size();
+  const size_t fetches = db_.fetched.size(), evicts = db_.evicted.size();
+
+  auto rep = reset();
+  EXPECT_EQ(rep.done(), 3u) << "entries dropped, the pending one included";
+  EXPECT_EQ(rep.error(), "");
+  EXPECT_EQ(state_.map.size(), 0u);
+  EXPECT_EQ(state_.map.pending_count(), 0u);
+  EXPECT_TRUE(state_.retiring.empty()) << "its rule is gone already: nothing to remove";
+  EXPECT_EQ(cp_.resets.load(), 1u);
+  EXPECT_EQ(state_.resets, 1u);
+  // The controller withdrew the rules and the db nodes forgot this node: neither is called.
+  EXPECT_EQ(ctl_.added.size(), adds);
+  EXPECT_EQ(ctl_.removed.size(), removes);
+  EXPECT_EQ(db_.fetched.size(), fetches);
+  EXPECT_EQ(db_.evicted.size(), evicts);
+
+  // GETs still routed here (a rule the switch has not dropped yet) go to the db node.
+  for (auto k : {"a", "b", "c"}) EXPECT_EQ(get(k), Action::kForward) << k;
+  // A late Commit of the dropped pending write finds nothing to update.
+  auto late = tx(true, "b", 7);
+  EXPECT_TRUE(late.ok());
+  EXPECT_FALSE(late.cached());
+
+  exo::StatsReply st;
+  svc_.Stats(nullptr, nullptr, &st);
+  std::map<std::string, uint64_t> c;
+  for (const auto& x : st.counters()) c[x.name()] = x.value();
+  EXPECT_EQ(c.at("resets"), 1u);
+  EXPECT_EQ(c.at("entries"), 0u);
+  EXPECT_EQ(reset().done(), 0u) << "nothing left";
+
+  // The node fills again as after a start.
+  auto again = call_cache({"a"});
+  EXPECT_EQ(again.done(), 1u);
+  EXPECT_EQ(get("a"), Action::kReply);
+}
+
+TEST_F(ControlServiceTest, FetchInFlightDuringResetInsertsNothing) {
+  start_servers();
+  bool ran = false;
+  db_.during_fetch = [&](const std::string& k) {
+    if (k != "a") return;
+    ran = true;
+    EXPECT_EQ(reset().done(), 0u);
+    // Not even a write committed after the Reset (its Fetch may have reached the db node after
+    // ForgetCacheNode, so the db node propagates to us again) brings the key in.
+    EXPECT_TRUE(prepare("a", 5, false, "A2").cached());
+    EXPECT_TRUE(tx(true, "a", 5).ok());
+  };
+  auto rep = call_cache({"a", "b"});
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(rep.done(), 0u);
+  EXPECT_EQ(skipped(rep), (Keys{"a", "b"}));
+  EXPECT_EQ(state_.map.size(), 0u);
+  EXPECT_TRUE(state_.fetching.empty());
+  EXPECT_TRUE(ctl_.added.empty()) << "no rule for a key that was not inserted";
+  // The Fetch may have marked them again at the db node: untracked.
+  EXPECT_EQ(db_.evicted, (Keys{"a", "b"}));
+  EXPECT_EQ(get("a"), Action::kForward);
+  EXPECT_EQ(get("b"), Action::kForward);
+  db_.during_fetch = nullptr;
+  EXPECT_EQ(call_cache({"a"}).done(), 1u) << "fetched again afterwards";
+}
+
+TEST_F(ControlServiceTest, EvictDuringFetchWinsOverALaterCommit) {
+  start_servers();
+  db_.during_fetch = [&](const std::string& k) {
+    if (k != "a") return;
+    call_evict({"a"});
+    EXPECT_TRUE(prepare("a", 5, false, "A2").cached());
+    EXPECT_TRUE(tx(true, "a", 5).ok());
+  };
+  auto rep = call_cache({"a"});
+  EXPECT_EQ(rep.done(), 0u);
+  EXPECT_EQ(state_.map.find("a"), nullptr) << "an evicted key came back through a commit";
   EXPECT_TRUE(state_.removing.empty());
 }
 

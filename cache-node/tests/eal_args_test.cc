@@ -55,4 +55,15 @@ TEST(EalArgs, JumboMtuGetsBiggerAfPacketFrames) {
             "--vdev=net_af_packet0,iface=cache0-eth0,qpairs=1,framesz=16384,blocksz=16384");
 }
 
+TEST(EalArgs, CountLcoresRefusesHugeIdsWithInvalidArgument) {
+  EXPECT_EQ(count_lcores("1023"), 1u);
+  EXPECT_EQ(count_lcores("0-1023"), 1024u);
+  EXPECT_THROW(count_lcores("1024"), std::invalid_argument);
+  // std::stoul would throw out_of_range here, and the range count would overflow.
+  EXPECT_THROW(count_lcores("99999999999999999999999"), std::invalid_argument);
+  EXPECT_THROW(count_lcores("0-4294967295"), std::invalid_argument);
+  EXPECT_THROW(count_lcores("1,,2"), std::invalid_argument);
+  EXPECT_THROW(count_lcores("-"), std::invalid_argument);
+}
+
 }  // namespace

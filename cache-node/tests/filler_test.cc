@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "fake_peers.h"
 #include "fill/filler.h"
 
 namespace {
@@ -18,85 +19,8 @@ namespace {
 using namespace exo::cache;
 using exo::KeyRate;
 using exo::steady_ms;
-using KR = std::vector<KeyRate>;
-
-// Records every call in order, with whether each key's entry was in the map at that moment.
-struct FakePeers final : Peers {
-  CacheState* state = nullptr;
-  std::mutex mu;
-  std::map<std::string, std::string> data;
-  std::set<std::string> unreachable;  // Fetch fails for these keys' "db node"
-  int fail_adds = 0;                  // the next N add_rules calls fail
-  int fail_removes = 0;
-  int reject_adds = 0;                // the next N add_rules calls reach the controller, rejected
-  std::function<void(const Keys&)> during_fetch;
-  std::function<void(const Keys&)> during_evict;
-  std::vector<std::string> log;  // "fetch a b", "add a b", "remove a", "evict a"
-  std::vector<KR> adds;
-  std::vector<bool> add_no_wait, remove_no_wait;
-  std::vector<Keys> removes, evicts;
-  std::map<std::string, bool> present_at_remove, present_at_evict;
-
-  bool in_map(const std::string& k) {
-    std::lock_guard lock(state->mu);
-    return state->map.find(k) != nullptr;
-  }
-  static std::string join(const std::string& what, const Keys& keys) {
-    std::string s = what;
-    for (const auto& k : keys) s += " " + k;
-    return s;
-  }
-  FetchResult fetch(const Keys& keys) override {
-    if (during_fetch) during_fetch(keys);
-    std::lock_guard lock(mu);
-    log.push_back(join("fetch", keys));
-    FetchResult r;
-    for (const auto& k : keys) {
-      if (unreachable.count(k)) r.failed.push_back(k);
-      else if (auto it = data.find(k); it != data.end()) r.found.emplace_back(k, it->second);
-    }
-    if (!r.failed.empty()) r.error = "db0.Fetch: unreachable";
-    return r;
-  }
-  std::string evict(const Keys& keys) override {
-    if (during_evict) during_evict(keys);
-    std::lock_guard lock(mu);
-    log.push_back(join("evict", keys));
-    evicts.push_back(keys);
-    for (const auto& k : keys) present_at_evict[k] = in_map(k);
-    return "";
-  }
-  RuleOutcome add_rules(const KR& keys, bool no_wait) override {
-    std::lock_guard lock(mu);
-    Keys ks;
-    for (const auto& kr : keys) ks.push_back(kr.key);
-    log.push_back(join("add", ks));
-    adds.push_back(keys);
-    add_no_wait.push_back(no_wait);
-    for (const auto& k : ks) EXPECT_TRUE(in_map(k)) << k << ": rule requested before insert";
-    if (fail_adds > 0) {
-      --fail_adds;
-      return {"Controller.AddCacheRules: unavailable", /*delivered=*/false};
-    }
-    if (reject_adds > 0) {
-      --reject_adds;
-      return {"Controller.AddCacheRules: 1 rejected: Ruleset 2 is full", /*delivered=*/true};
-    }
-    return {"", true};
-  }
-  RuleOutcome remove_rules(const Keys& keys, bool no_wait) override {
-    std::lock_guard lock(mu);
-    log.push_back(join("remove", keys));
-    removes.push_back(keys);
-    remove_no_wait.push_back(no_wait);
-    for (const auto& k : keys) present_at_remove[k] = in_map(k);
-    if (fail_removes > 0) {
-      --fail_removes;
-      return {"Controller.RemoveCacheRules: deadline exceeded", /*delivered=*/true};
-    }
-    return {"", true};
-  }
-};
+using exo::cache::testing::FakePeers;
+using exo::cache::testing::KR;
 
 class FillerTest : public ::testing::Test {
  protected:
@@ -510,6 +434,73 @@ TEST_F(FillerTest, DisabledStartsNothing) {
   filler_->stop();
   EXPECT_EQ(cp_.fill_rounds.load(), 0u);
   EXPECT_EQ(st().map.size(), 0u);
+}
+
+// What the Reset RPC does to the shared state (ControlService::Reset).
+void reset(CacheState& st) {
+  std::lock_guard lock(st.mu);
+  st.reset();
+}
+
+TEST_F(FillerTest, AfterResetARuleAddToResendIsForgotten) {
+  make(10);
+  peers_.fail_adds = 1;
+  round({{"a", 100}});  // inserted; its AddCacheRules never reached the controller
+  ASSERT_EQ(peers_.adds.size(), 1u);
+  reset(st());
+  {
+    // A Cache RPC takes "a" again before the next round (and asks for its rule itself).
+    std::lock_guard lock(st().mu);
+    st().map.insert("a", "v-a", nullptr);
+  }
+  round({});
+  EXPECT_EQ(peers_.adds.size(), 1u)
+      << "the add of the dropped entry was resent: a second reference to the new one's rule";
+}
+
+TEST_F(FillerTest, AfterResetAStalledRemovalIsDroppedAndTheKeyCanComeBack) {
+  make(1);
+  round({{"a", 100}});
+  round({{"b", 500}});  // a retires
+  peers_.fail_removes = 1;
+  EXPECT_FALSE(filler_->retire_once());
+  ASSERT_TRUE(retiring("a"));
+  const size_t removes = peers_.removes.size(), evicts = peers_.evicts.size();
+  reset(st());
+  EXPECT_EQ(st().map.size(), 0u);
+  EXPECT_TRUE(filler_->retire_once());
+  EXPECT_EQ(peers_.removes.size(), removes) << "the controller withdrew the rule already";
+  EXPECT_EQ(peers_.evicts.size(), evicts) << "the db node forgot this node already";
+  EXPECT_FALSE(retiring("a"));
+  round({{"a", 5000}});
+  EXPECT_NE(st().map.find("a"), nullptr) << "a stuck 'removing' key could never be cached again";
+  EXPECT_EQ(peers_.adds.back(), (KR{{"a", 5000}}));
+}
+
+TEST_F(FillerTest, FetchInFlightDuringResetInsertsNothingAndIsRefetched) {
+  make(10);
+  bool once = false;
+  peers_.during_fetch = [&](const Keys&) {
+    if (once) return;
+    once = true;
+    reset(st());
+  };
+  round({{"a", 100}, {"b", 90}});
+  EXPECT_EQ(st().map.size(), 0u);
+  EXPECT_TRUE(st().fetching.empty());
+  EXPECT_TRUE(peers_.adds.empty()) << "no rule for keys that were not inserted";
+  EXPECT_EQ(peers_.log.back(), "evict a b") << "untracked: the FETCH may have marked them again";
+  round({{"a", 100}, {"b", 90}});
+  EXPECT_NE(st().map.find("a"), nullptr) << "a cancelled key is not held back as uncacheable";
+  EXPECT_NE(st().map.find("b"), nullptr);
+}
+
+TEST_F(FillerTest, ResetWithoutHeldStateIsHarmless) {
+  make(2);
+  reset(st());
+  round({{"a", 100}});
+  EXPECT_NE(st().map.find("a"), nullptr);
+  EXPECT_TRUE(filler_->retire_once());
 }
 
 }  // namespace

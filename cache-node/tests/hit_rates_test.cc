@@ -68,4 +68,15 @@ TEST(HitRates, TimeConstantDoesNotDependOnTheRoundLength) {
   EXPECT_NEAR(coarse.rate("k"), 50, 1e-9);
 }
 
+TEST(HitRates, ClearForgetsEveryKey) {
+  HitRates r(0.5, 1);
+  r.admitted("a", 10, 0);
+  r.sample({{"a", 50}, {"b", 3}}, 100);
+  r.clear();
+  EXPECT_EQ(r.size(), 0u);
+  EXPECT_EQ(r.rate("a"), 0);
+  r.sample({{"a", 0}}, 200);  // seen again: a fresh baseline at `initial`
+  EXPECT_EQ(r.rate("a"), 1);
+}
+
 }  // namespace

@@ -112,7 +112,7 @@ TEST(LruMap, PrepareCommitPut) {
   EXPECT_TRUE(m.find("a")->pending);
   EXPECT_EQ(m.pending_count(), 1u);
   EXPECT_EQ(m.find("a")->value, "old");  // not visible before commit
-  EXPECT_EQ(m.prepare("a", 8, false, "other"), TxResult::kBusy);
+  EXPECT_EQ(m.prepare("a", 6, false, "older"), TxResult::kBusy);  // an older txid never wins
   EXPECT_EQ(m.commit("a", 8), TxResult::kTxidMismatch);
   EXPECT_EQ(m.commit("a", 7), TxResult::kOk);
   EXPECT_FALSE(m.find("a")->pending);
@@ -161,4 +161,37 @@ TEST(LruMap, EvictingOrErasingPendingEntryFixesPendingCount) {
   EXPECT_EQ(m.commit("a", 1), TxResult::kNotHeld);
 }
 
+TEST(LruMap, ClearDropsEveryEntryAndTheSlotsAreReused) {
+  LruMap m(3);
+  std::vector<std::string> evicted;
+  for (auto k : {"a", "b", "c"}) m.insert(k, "v", &evicted);
+  ASSERT_EQ(m.prepare("b", 1, false, "w"), LruMap::TxResult::kOk);
+  EXPECT_EQ(m.clear(), 3u);
+  EXPECT_EQ(m.size(), 0u);
+  EXPECT_EQ(m.pending_count(), 0u);
+  EXPECT_EQ(m.find("a"), nullptr);
+  EXPECT_EQ(m.find("b"), nullptr);
+  EXPECT_TRUE(m.keys().empty());
+  EXPECT_EQ(m.commit("b", 1), LruMap::TxResult::kNotHeld);
+  for (auto k : {"d", "e", "f"}) m.insert(k, "v", &evicted);
+  EXPECT_TRUE(evicted.empty()) << "all three slots were free again";
+  EXPECT_EQ(m.keys(), (std::vector<std::string>{"f", "e", "d"}));
+  EXPECT_EQ(m.clear(), 3u);
+  EXPECT_EQ(m.clear(), 0u);
+}
+
 }  // namespace
+
+// A Prepare that arrived after its Abort (answered "nothing pending") leaves an orphan pending
+// txid. The db node resolves a key's earlier transaction before preparing the next one, so a
+// newer txid replaces the orphan instead of making every later write BUSY.
+TEST(LruMap, NewerPrepareSupersedesAnOrphanedOlderOne) {
+  LruMap m(4);
+  m.insert("a", "old", nullptr);
+  ASSERT_EQ(m.prepare("a", 7, false, "orphan"), TxResult::kOk);
+  EXPECT_EQ(m.prepare("a", 9, false, "new"), TxResult::kOk);
+  EXPECT_EQ(m.pending_count(), 1u);
+  EXPECT_EQ(m.commit("a", 7), TxResult::kTxidMismatch);
+  EXPECT_EQ(m.commit("a", 9), TxResult::kOk);
+  EXPECT_EQ(m.find("a")->value, "new");
+}

@@ -240,4 +240,45 @@ TEST(RequestHandler, RandomCorruptionNeverCrashesAndIsAlwaysAccounted) {
   EXPECT_GT(h.c.gets, 0u);
 }
 
+TEST(RequestHandler, OversizedFramesAreDroppedAndCountedAsMalformed) {
+  Harness h;
+  h.state.map.insert("k", "v", nullptr);
+  // A GET padded to 14 + mtu is fine; one byte more is over the link MTU.
+  Frame ok = make_request("k");
+  ok.len = h.self.max_frame;
+  EXPECT_EQ(h.run(ok), Action::kReply);
+  Frame big = make_request("k");
+  big.len = h.self.max_frame + 1;
+  EXPECT_EQ(h.run(big), Action::kDrop);
+  // A well-formed frame whose IP length says it is larger than the MTU (a PUT-sized GET).
+  Frame huge = make_request("k", wire::kGet, exo::kPrefixGet, kClientMac, 7777, std::string(1600, 'x'));
+  EXPECT_EQ(h.run(huge), Action::kDrop);
+  EXPECT_EQ(h.c.malformed_dropped, 2u);
+  EXPECT_EQ(h.c.gets, 1u);
+  // Foreign oversized traffic is still just ignored.
+  Frame foreign = make_request("k", wire::kGet, 0x02);
+  foreign.len = 2000;
+  EXPECT_EQ(h.run(foreign), Action::kDrop);
+  EXPECT_EQ(h.c.ignored, 1u);
+  EXPECT_EQ(h.c.rx_frames, 4u);
+}
+
+TEST(RequestHandler, TruncatedFramesAreMalformedNeverAnswered) {
+  // A chained mbuf: only its first segment is visible, and it holds a complete-looking GET.
+  Harness h;
+  h.state.map.insert("k", "v", nullptr);
+  Frame f = make_request("k");
+  FrameRef r{f.buf.data(), f.len, f.len};
+  r.truncated = true;
+  process_burst(&r, 1, h.state, h.self, h.c);
+  EXPECT_EQ(r.action, Action::kDrop);
+  EXPECT_EQ(h.c.malformed_dropped, 1u);
+  Frame foreign = make_request("k", wire::kGet, 0x02);
+  FrameRef g{foreign.buf.data(), foreign.len, foreign.len};
+  g.truncated = true;
+  process_burst(&g, 1, h.state, h.self, h.c);
+  EXPECT_EQ(h.c.ignored, 1u);
+  EXPECT_EQ(h.c.gets, 0u);
+}
+
 }  // namespace

@@ -4,7 +4,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <type_traits>
 
 namespace exo {
 namespace {
@@ -16,13 +19,35 @@ const json& section(const json& j, const char* name, const std::string& where) {
   return j.at(name);
 }
 
+// A section that is a list of nodes.
+const json& list_section(const json& j, const char* name, const std::string& where) {
+  const json& s = section(j, name, where);
+  if (!s.is_array()) throw ClusterError(where + name + ": not a list");
+  return s;
+}
+
+// Typed field access that fails with a ClusterError, never anything else. Integers must be
+// whole numbers in the target's range: nlohmann would cast a float or a negative number
+// (1e20 into a uint32_t is undefined behaviour).
 template <typename T>
 T field(const json& j, const char* name, const std::string& where) {
-  if (!j.contains(name)) throw ClusterError(where + "." + name + ": missing");
-  try {
-    return j.at(name).get<T>();
-  } catch (const json::exception& e) {
-    throw ClusterError(where + "." + name + ": " + e.what());
+  if (!j.is_object() || !j.contains(name)) throw ClusterError(where + "." + name + ": missing");
+  const json& v = j.at(name);
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) throw ClusterError(where + "." + name + ": not true/false");
+    return v.get<bool>();
+  } else if constexpr (std::is_integral_v<T>) {
+    static_assert(std::is_unsigned_v<T>);
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > std::numeric_limits<T>::max())
+      throw ClusterError(where + "." + name + ": not a whole number in 0.." +
+                         std::to_string(std::numeric_limits<T>::max()));
+    return static_cast<T>(v.get<uint64_t>());
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const json::exception& e) {
+      throw ClusterError(where + "." + name + ": " + e.what());
+    }
   }
 }
 
@@ -111,25 +136,35 @@ const DbNodeInfo* Cluster::find_db(const std::string& name) const {
 Cluster load_cluster(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ClusterError(path + ": cannot open");
-  json j;
-  try {
-    in >> j;
-  } catch (const json::exception& e) {
-    throw ClusterError(path + ": not valid JSON: " + e.what());
-  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ClusterError(path + ": cannot read");
+  return parse_cluster(text.str(), path);
+}
+
+namespace {
+
+Cluster parse_json(const json& j, const std::string& path) {
   Cluster c;
   const std::string w = path + ": ";
   const json& cl = section(j, "cluster", w);
   c.mtu = field<uint32_t>(cl, "mtu", w + "cluster");
+  // As the schema (controller/exo_controller/config.py); a smaller MTU would leave no room for a
+  // key, a larger one overflows the db node's receive buffer.
+  if (c.mtu < 576 || c.mtu > 9000) throw ClusterError(w + "cluster.mtu: must be in 576..9000");
   c.udp_port = field<uint16_t>(cl, "udp_port", w + "cluster");
   c.service_ip = parse_ipv4(field<std::string>(cl, "service_ip", w + "cluster"));
   c.partition_bits = field<uint32_t>(section(j, "switch", w), "partition_bits", w + "switch");
+  // The schema allows 1..12; beyond 24 the partition table alone would be absurd (and a shift by
+  // more than the hash's 40 bits undefined).
+  if (c.partition_bits < 1 || c.partition_bits > 24)
+    throw ClusterError(w + "switch.partition_bits: must be in 1..24");
   c.controller_grpc = field<std::string>(section(j, "controller", w), "grpc", w + "controller");
   // Optional (defaults in cluster.h): `exo config resolve` always writes them.
   if (j.contains("hot_keys")) load_hot_keys(j.at("hot_keys"), c.hot_keys, w + "hot_keys");
   if (j.contains("cache_fill")) load_cache_fill(j.at("cache_fill"), c.cache_fill, w + "cache_fill");
 
-  const json& caches = section(j, "cache_nodes", w);
+  const json& caches = list_section(j, "cache_nodes", w);
   for (size_t i = 0; i < caches.size(); ++i) {
     const std::string where = w + "cache_nodes[" + std::to_string(i) + "]";
     CacheNodeInfo n;
@@ -142,7 +177,7 @@ Cluster load_cluster(const std::string& path) {
     n.eal_args = field<std::vector<std::string>>(caches[i], "eal_args", where);
     c.cache_nodes.push_back(std::move(n));
   }
-  const json& dbs = section(j, "db_nodes", w);
+  const json& dbs = list_section(j, "db_nodes", w);
   for (size_t i = 0; i < dbs.size(); ++i) {
     const std::string where = w + "db_nodes[" + std::to_string(i) + "]";
     DbNodeInfo n;
@@ -151,10 +186,11 @@ Cluster load_cluster(const std::string& path) {
     n.data_dir = field<std::string>(dbs[i], "data_dir", where);
     n.threads = field<uint32_t>(dbs[i], "threads", where);
     n.sync_writes = field<bool>(dbs[i], "sync_writes", where);
-    if (dbs[i].contains("cache_node") && !dbs[i].at("cache_node").is_null()) n.cache_node = field<std::string>(dbs[i], "cache_node", where);
+    if (dbs[i].contains("cache_node") && !dbs[i].at("cache_node").is_null())
+      n.cache_node = field<std::string>(dbs[i], "cache_node", where);
     c.db_nodes.push_back(std::move(n));
   }
-  const json& clients = section(j, "clients", w);
+  const json& clients = list_section(j, "clients", w);
   for (size_t i = 0; i < clients.size(); ++i) {
     NodeInfo n;
     fill_node(clients[i], n, w + "clients[" + std::to_string(i) + "]");
@@ -172,6 +208,22 @@ Cluster load_cluster(const std::string& path) {
     c.slot_owner.push_back(idx);
   }
   return c;
+}
+
+}  // namespace
+
+Cluster parse_cluster(std::string_view text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    throw ClusterError(source + ": not valid JSON: " + e.what());
+  }
+  try {
+    return parse_json(j, source);
+  } catch (const json::exception& e) {  // a shape the checks above missed: still a config error
+    throw ClusterError(source + ": " + e.what());
+  }
 }
 
 }  // namespace exo

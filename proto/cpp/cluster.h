@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "keyhash.h"
@@ -91,6 +92,9 @@ struct Cluster {
 
 // Throws ClusterError naming the file and field on any problem.
 Cluster load_cluster(const std::string& path);
+// The same from the file's text; `source` names it in errors. Throws ClusterError (and nothing
+// else) on any input: this is the parser the cluster_parse_fuzz target runs.
+Cluster parse_cluster(std::string_view text, const std::string& source);
 
 Mac parse_mac(const std::string& s);        // throws ClusterError
 uint32_t parse_ipv4(const std::string& s);  // throws ClusterError; host order

@@ -84,6 +84,7 @@ void Filler::run_round() {
   std::unordered_set<std::string> skip;      // fetch or rule removal in flight
   {
     std::lock_guard lock(state_.mu);
+    forget_if_reset();
     hits.reserve(state_.map.size());
     state_.map.for_each([&](const LruMap::Entry& e) { hits.emplace_back(e.key, e.hits); });
     // A retiring key whose entry is gone (a committed DELETE) still has a rule to remove: letting
@@ -177,6 +178,9 @@ void Filler::fetch_and_insert(const std::vector<KeyRate>& admit, uint64_t now_ms
   InsertOutcome o;
   {
     std::lock_guard lock(state_.mu);
+    // A Reset since this round's snapshot cancelled every FETCH registered before it, so what
+    // is inserted now was registered after it: forget the older state before recording theirs.
+    forget_if_reset();
     o = insert_fetched(state_, keys, got, opt_.max_kv_bytes);
   }
   cp_.fill_fetch_failed += o.failed.size();  // still hot: selected and fetched again next round
@@ -207,11 +211,20 @@ void Filler::fetch_and_insert(const std::vector<KeyRate>& admit, uint64_t now_ms
       LOG_WARN("fill: %s", e.c_str());
     }
   // Not found (or too big): the db node marked them cached on FETCH and should stop tracking.
+  // Cancelled ones (Evict or Reset RPC meanwhile) too, but they may be fetched again at once.
   for (const auto& k : o.not_cached) uncacheable_[k] = now_ms + opt_.cfg.report_ttl_ms;
   Keys untrack = o.not_cached;
+  untrack.insert(untrack.end(), o.cancelled.begin(), o.cancelled.end());
   untrack.insert(untrack.end(), o.evicted.begin(), o.evicted.end());
   if (!untrack.empty())
     if (std::string e = peers_.evict(untrack); !e.empty()) LOG_WARN("fill: %s", e.c_str());
+}
+
+void Filler::forget_if_reset() {
+  if (state_.resets == fill_resets_) return;
+  fill_resets_ = state_.resets;
+  hit_rates_.clear();
+  unruled_.clear();
 }
 
 void Filler::retry_rules(const std::unordered_map<std::string, uint64_t>& in_map,
@@ -242,6 +255,13 @@ bool Filler::retire_once() {
   stalled_.clear();
   {
     std::lock_guard lock(state_.mu);
+    if (state_.resets != retire_resets_) {
+      // A Reset RPC came since these were taken: the controller withdrew their rules and their
+      // db nodes forgot this node, so there is nothing left to remove or EVICT.
+      for (const auto& k : batch) state_.removing.erase(k);
+      batch.clear();
+      retire_resets_ = state_.resets;
+    }
     // Dropped from `removing` meanwhile: an Evict RPC took care of it.
     std::erase_if(batch, [&](const std::string& k) { return !state_.removing.count(k); });
     batch.insert(batch.end(), state_.retiring.begin(), state_.retiring.end());

@@ -29,6 +29,7 @@ class HitRates {
   void sample(const std::vector<std::pair<std::string, uint64_t>>& hits, uint64_t now_ms);
 
   double rate(const std::string& key) const;  // 0 for unknown keys
+  void clear() { keys_.clear(); }            // forget every key (the node was reset)
   size_t size() const { return keys_.size(); }
 
  private:

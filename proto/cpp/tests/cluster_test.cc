@@ -102,4 +102,39 @@ TEST(Cluster, MissingSectionNamesIt) {
     EXPECT_NE(std::string(e.what()).find("cluster: missing section"), std::string::npos) << e.what();
   }
 }
+// Every way the text can be wrong ends in a ClusterError naming the place, never in another
+// exception or a wrapped-around number (cluster_parse_fuzz runs this parser on random text).
+TEST(Cluster, BadShapesAndNumbersAreClusterErrors) {
+  auto expect_error = [](const std::string& text, const std::string& what) {
+    try {
+      exo::parse_cluster(text, "t.json");
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const exo::ClusterError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string s = kGood;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  expect_error("[1, 2]", "cluster: missing section");
+  expect_error("{\"cluster\": ", "not valid JSON");
+  expect_error(with("\"mtu\": 1500", "\"mtu\": 1e20"), "cluster.mtu");
+  expect_error(with("\"mtu\": 1500", "\"mtu\": -1"), "cluster.mtu");
+  expect_error(with("\"mtu\": 1500", "\"mtu\": 1500.5"), "cluster.mtu");
+  expect_error(with("\"mtu\": 1500", "\"mtu\": 20"), "cluster.mtu");
+  expect_error(with("\"udp_port\": 7777", "\"udp_port\": 70000"), "cluster.udp_port");
+  expect_error(with("\"partition_bits\": 1", "\"partition_bits\": 64"), "partition_bits");
+  expect_error(with("\"clients\": []", "\"clients\": \"x\""), "clients: not a list");
+  expect_error(with("\"clients\": []", "\"clients\": {\"a\": 1}"), "clients: not a list");
+  expect_error(with("\"clients\": []", "\"clients\": [7]"), "clients[0].name: missing");
+  expect_error(with("\"sync_writes\": false", "\"sync_writes\": 0"), "db_nodes[0].sync_writes");
+  expect_error(with("\"capacity\": 10", "\"capacity\": \"10\""), "cache_nodes[0].capacity");
+  expect_error(with("\"eal_args\": []", "\"eal_args\": [1]"), "cache_nodes[0].eal_args");
+  expect_error(with("\"partitions\": [\"db1\", \"db0\"]", "\"partitions\": [\"db1\"]"),
+               "partitions");
+  EXPECT_EQ(exo::parse_cluster(kGood, "t.json").db_nodes.size(), 2u);
+}
+
 }  // namespace
