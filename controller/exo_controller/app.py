@@ -19,6 +19,16 @@ blocked, and gRPC callers that wait for confirmation (Condition on the lock) nev
 A caller that stops waiting (timeout, disconnect) does not roll anything back: its change stays
 in the desired rules and reaches the switch later (after a reconnect, with the re-programming).
 Rolling back would race the sender and, for refcounted rules, could not be retried safely.
+
+Switch (re)connect: nothing is sent until the sender thread has read the switch's table back
+(multipart flow stats; it cannot be the os-ken thread, which delivers the reply). If Ruleset 1,
+ARP and Ruleset 3 on the switch are exactly ours, the flows stay and the switch's Ruleset 2 is
+taken as installed (flows.plan_table); otherwise flush and program from scratch. So a restarted
+controller does not disturb a switch that kept forwarding (fail mode secure).
+
+Cache node liveness (monitor.py, liveness.py): the monitor calls withdraw_cache_node,
+rejoin_cache_node and sync_cache_node; the app tells it about port changes and, after the lock
+is released, about withdrawals the switch confirmed.
 """
 from __future__ import annotations
 
@@ -35,12 +45,13 @@ from os_ken.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_D
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from .flows import HASH_MASK, CacheRule, FlowMod, cookie_filter
+from .flows import HASH_MASK, CacheRule, FlowMod, TablePlan, cookie_filter, plan_table, static_flowmods
 from .ofp_translate import FlowInfo, error_text, from_stats, to_ofp
 from .rule_updater import Batch, RuleUpdater, UpdateResult
 
 LOG = logging.getLogger("exo_controller")
 DEFAULT_WAIT = 60.0  # longest a caller waits for its rules to be confirmed
+TABLE_READ_ATTEMPTS = 3  # flow-stats reads of a newly connected switch before flushing it anyway
 
 
 class SwitchError(RuntimeError):
@@ -76,7 +87,10 @@ class RulesOutcome:
 class ExoControllerApp(app_manager.OSKenApp):
     OFP_VERSIONS = [ofp.OFP_VERSION]
 
-    def __init__(self, *args, exo_config=None, barrier_timeout: float = 2.0, clock=time.monotonic, **kwargs):
+    def __init__(self, *args, exo_config=None, barrier_timeout: float = 2.0, clock=time.monotonic,
+                 monitor_factory=None, **kwargs):
+        """monitor_factory(app) -> monitor.ClusterMonitor (main.py passes one over gRPC). None:
+        no cache node liveness (unit tests of the switch side); every node then counts as synced."""
         super().__init__(*args, **kwargs)
         if exo_config is None:
             raise ValueError("ExoControllerApp needs exo_config= (start it with exo_controller.main)")
@@ -85,6 +99,10 @@ class ExoControllerApp(app_manager.OSKenApp):
         self.barrier_timeout = barrier_timeout
         self.clock = clock
         self.updater = RuleUpdater.from_config(exo_config)
+        self._statics = static_flowmods(exo_config)
+        self._cache_ports = {c.switch_port for c in exo_config.cache_nodes}
+        self._table_pending = None  # the datapath whose table the sender must read first
+        self._table_attempts = 0
         self.counters: collections.Counter[str] = collections.Counter()
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
@@ -95,8 +113,15 @@ class ExoControllerApp(app_manager.OSKenApp):
         self._waiters: dict[int, _Waiter] = {}     # xid of barrier / stats request -> waiter
         self._mod_xids: dict[int, tuple[_Waiter, int, FlowMod]] = {}  # flow-mod xid -> (barrier waiter, index, mod)
         self.connected = threading.Event()  # set once the static rules are barrier-confirmed
+        self.monitor = None
+        if monitor_factory is not None:
+            # A fresh controller's book is empty: rebuild it from the cache nodes before deleting.
+            self.updater.expect_sync(c.name for c in exo_config.cache_nodes)
+            self.monitor = monitor_factory(self)
         self._sender = threading.Thread(target=self._send_loop, daemon=True, name="exo-rule-sender")
         self._sender.start()
+        if self.monitor is not None:
+            self.monitor.start()
 
     @property
     def book(self):
@@ -107,6 +132,8 @@ class ExoControllerApp(app_manager.OSKenApp):
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+        if self.monitor is not None:
+            self.monitor.stop()
         super().stop()
 
     # ------------------------------------------------------------------ sending (lock held)
@@ -165,28 +192,79 @@ class ExoControllerApp(app_manager.OSKenApp):
                 time.sleep(0.1)
 
     def _send_one(self) -> None:
-        """Wait for a due batch, send it with a barrier, wait for the barrier, report back."""
+        """Wait for a due batch, send it with a barrier, wait for the barrier, report back.
+        A newly connected switch's table is read first (_adopt_table)."""
         with self._cond:
             while True:
                 if self._stopping:
                     return
                 now = self.clock()
                 dp = self._dp
+                if dp is not None and self._table_pending is dp:
+                    break
                 wake = self.updater.next_wakeup(now) if dp is not None else None
                 if wake is not None and wake <= now:
                     batch = self.updater.next_batch(now)
                     if batch.mods:
                         break
                 self._cond.wait(None if wake is None else max(0.001, wake - now))
-            try:
-                waiter = self._send_mods_and_barrier(dp, batch.mods)
-            except Exception:
-                self.updater.batch_failed(batch)
-                raise
+            if self._table_pending is dp:
+                batch = None
+            else:
+                try:
+                    waiter = self._send_mods_and_barrier(dp, batch.mods)
+                except Exception:
+                    self.updater.batch_failed(batch)
+                    raise
+        if batch is None:
+            self._adopt_table(dp)
+            return
         ok = waiter.done.wait(self.barrier_timeout)
         with self._cond:
             self._forget(waiter)
             self._finish(dp, batch, waiter, ok)
+            self._cond.notify_all()
+            withdrawn = self.updater.pop_withdrawn()
+        # Outside our lock: the monitor takes its own lock, then ours (monitor.py).
+        for node in withdrawn:
+            LOG.debug("cache node %s: withdrawal of its Ruleset 2 rules confirmed by the switch", node)
+            if self.monitor is not None:
+                self.monitor.withdrawn(node)
+
+    def _adopt_table(self, dp) -> None:
+        """Read the newly connected switch's table (sender thread, no lock held while waiting),
+        then keep it or flush it (flows.plan_table) and start sending."""
+        flows, why = None, ""
+        try:
+            flows = self._flow_stats(dp, 0, 0)
+        except SwitchError as err:
+            why = str(err)
+        with self._cond:
+            if self._dp is not dp or self._table_pending is not dp:
+                return  # disconnected or replaced meanwhile
+            if flows is None:
+                self._table_attempts += 1
+                self._count("table_read_failures")
+                if self._table_attempts < TABLE_READ_ATTEMPTS:
+                    LOG.warning("switch dpid %#x: reading its flow table failed (%s); trying again", self.dpid, why)
+                    return
+                plan = TablePlan(False, why=f"its flow table could not be read ({why})")
+            else:
+                plan = plan_table(flows, self._statics, self._cache_ports)
+            self._table_pending = None
+            self.updater.switch_connected(plan.installed if plan.adopt else None)
+            if plan.adopt:
+                self._count("switch_tables_kept")
+                m = self.updater.metrics(self.clock())
+                LOG.info("switch dpid %#x: its static flows are ours; keeping its flows (%d Ruleset 2 rules "
+                         "adopted, %d desired; %d adds and %d deletes queued%s)", self.dpid, len(plan.installed),
+                         len(self.updater.book), m["rule_adds_queued"], m["rule_deletes_queued"],
+                         "" if self.updater.synced else ", deletes held until every cache node is synced")
+            else:
+                self._count("switch_tables_flushed")
+                LOG.info("switch dpid %#x: flushing and programming it from scratch: %s", self.dpid,
+                         plan.why or "its table is not ours")
+            self._check_programmed(dp)
             self._cond.notify_all()
 
     def _finish(self, dp, batch: Batch, waiter: _Waiter, ok: bool) -> None:
@@ -201,9 +279,13 @@ class ExoControllerApp(app_manager.OSKenApp):
         for i, why in sorted(waiter.mod_errors.items()):
             LOG.error("switch refused %s: %s", batch.mods[i], why)
         self.updater.batch_done(batch, waiter.mod_errors)
+        self._check_programmed(dp)
+
+    def _check_programmed(self, dp) -> None:
         if self._dp is dp and self.updater.programmed and not self.connected.is_set():
-            LOG.info("switch dpid %#x programmed (flush, Ruleset 1+ARP, Ruleset 3 x%d; %d Ruleset 2 rules queued)",
-                     self.dpid, 1 << self.cfg.switch.partition_bits, len(self.updater.book))
+            LOG.info("switch dpid %#x programmed (Ruleset 1+ARP, Ruleset 3 x%d; %d Ruleset 2 rules desired, "
+                     "%d installed)", self.dpid, 1 << self.cfg.switch.partition_bits, len(self.updater.book),
+                     len(self.updater.installed))
             self.connected.set()
 
     # ------------------------------------------------------------------ switch events
@@ -222,11 +304,14 @@ class ExoControllerApp(app_manager.OSKenApp):
             self._dp = dp
             self._ever_connected = True
             self.connected.clear()
-            # Statics (flush, Ruleset 1+ARP, Ruleset 3), then every desired Ruleset 2 rule, all
-            # paced by the sender at switch.rule_update_rate.
-            self.updater.switch_connected()
+            # Nothing goes out until the sender has read the switch's table: it keeps the flows
+            # if the statics are ours, else flushes; then the difference to the desired rules,
+            # all paced at switch.rule_update_rate.
+            self.updater.switch_disconnected()
+            self._table_pending = dp
+            self._table_attempts = 0
             self._cond.notify_all()
-        LOG.info("switch dpid %#x connected from %s: programming it (%d Ruleset 2 rules desired)",
+        LOG.info("switch dpid %#x connected from %s: reading its flow table (%d Ruleset 2 rules desired)",
                  dp.id, dp.address, len(self.updater.book))
         self._count("switch_connects")
 
@@ -237,6 +322,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                 if ev.datapath is self._dp:
                     LOG.warning("switch dpid %#x disconnected", self.dpid)
                     self._dp = None
+                    self._table_pending = None
                     self.connected.clear()
                     self._count("switch_disconnects")
                     self._disconnects += 1
@@ -297,9 +383,43 @@ class ExoControllerApp(app_manager.OSKenApp):
             msg.reason, str(msg.reason))
         desc = msg.desc
         link_down = bool(desc.state & ofp.OFPPS_LINK_DOWN)
+        admin_down = bool(desc.config & ofp.OFPPC_PORT_DOWN)
         self._count(f"port_{reason}")
         LOG.info("port %s (%s) %s: link %s", desc.port_no, desc.name.decode(errors="replace")
                  if isinstance(desc.name, bytes) else desc.name, reason, "down" if link_down else "up")
+        if self.monitor is not None:
+            down = msg.reason == ofp.OFPPR_DELETE or link_down or admin_down
+            why = "deleted" if msg.reason == ofp.OFPPR_DELETE else (
+                "link down" if link_down else "administratively down" if admin_down else "up")
+            self.monitor.port_status(desc.port_no, down, why)
+
+    # ------------------------------------------------------------------ API for the monitor
+
+    def withdraw_cache_node(self, node: str) -> None:
+        """`node` was declared DOWN: drop its rules from the book and withdraw them from the switch
+        with one flow-mod ahead of everything else; its adds are rejected until it rejoins."""
+        with self._cond:
+            held = self.updater.withdraw(node)
+            LOG.warning("cache node %s: %d Ruleset 2 rules dropped from the desired book; its withdrawal "
+                        "goes to the switch first", node, len(held))
+            self._cond.notify_all()
+
+    def rejoin_cache_node(self, node: str) -> None:
+        with self._cond:
+            self.updater.rejoin(node)
+            self._cond.notify_all()
+
+    def sync_cache_node(self, node: str, hashes: list[int]) -> int:
+        """Rebuild `node`'s part of the book from the keys it holds (a freshly started controller)."""
+        with self._cond:
+            added = self.updater.sync_node(node, hashes)
+            LOG.info("cache node %s synced: it holds %d keys, %d Ruleset 2 references added", node,
+                     len(hashes), added)
+            if self.updater.synced:
+                LOG.info("every cache node synced (or withdrawn): deletes of rules nobody wants may go "
+                         "(%d queued)", self.updater.metrics(self.clock())["rule_deletes_queued"])
+            self._cond.notify_all()
+            return added
 
     # ------------------------------------------------------------------ API for the gRPC service
 
@@ -365,9 +485,13 @@ class ExoControllerApp(app_manager.OSKenApp):
             self.counters[name] += n
 
     def stats(self) -> dict[str, float]:
-        """Updater metrics (docs/cache-fill.md section 3) plus the app's event counters."""
+        """Updater metrics (docs/cache-fill.md section 3), cache node liveness (liveness.py) and
+        the app's event counters."""
+        # The monitor's lock is taken before ours, never inside it (monitor.py).
+        liveness = self.monitor.metrics() if self.monitor is not None else {}
         with self._lock:
             out = {k: float(v) for k, v in self.counters.items()}
+            out.update(liveness)
             out.update(self.updater.metrics(self.clock()))
             out["switch_connected"] = float(self._dp is not None)
             out["switch_programmed"] = float(self.connected.is_set())
@@ -380,6 +504,15 @@ class ExoControllerApp(app_manager.OSKenApp):
         cookie, mask = cookie_filter(ruleset) if ruleset else (0, 0)
         with self._lock:
             dp = self._require_dp()
+        flows = self._flow_stats(dp, cookie, mask)
+        flows.sort(key=lambda f: (-f.priority, f.ruleset, f.eth_dst, f.cookie))
+        return flows
+
+    def _flow_stats(self, dp, cookie: int, mask: int) -> list[FlowInfo]:
+        """One multipart flow-stats request to `dp` (every table); waits outside the lock."""
+        with self._lock:
+            if self._dp is not dp:
+                raise SwitchNotConnected(f"switch dpid {self.dpid:#x} is not connected to the controller")
             req = parser.OFPFlowStatsRequest(dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
                                              cookie, mask, parser.OFPMatch())
             waiter = _Waiter()
@@ -391,9 +524,7 @@ class ExoControllerApp(app_manager.OSKenApp):
             raise SwitchTimeout(f"no flow-stats reply within {self.barrier_timeout:g}s")
         if waiter.failure:
             raise (SwitchNotConnected if waiter.disconnected else SwitchError)(waiter.failure)
-        flows = [from_stats(s) for s in waiter.stats]
-        flows.sort(key=lambda f: (-f.priority, f.ruleset, f.eth_dst, f.cookie))
-        return flows
+        return [from_stats(s) for s in waiter.stats]
 
     def is_connected(self) -> bool:
         with self._lock:

@@ -89,6 +89,8 @@ class ControllerSection(_Strict):
     openflow_host: str = Field("127.0.0.1", description="Address the OpenFlow listener binds.")
     openflow_port: int = Field(6653, ge=1, le=65535, description="OpenFlow TCP port.")
     grpc: str = Field("unix:/tmp/exo/controller.sock", description="gRPC address of the controller API.")
+    heartbeat_interval_ms: int = Field(100, ge=10, le=60_000, description="The controller polls every cache node with CacheNode.Stats this often, each call with a deadline of the same length (docs/switch-rules.md, \"Cache node liveness\").")
+    heartbeat_misses: int = Field(3, ge=1, le=1000, description="Consecutive failed heartbeats after which a cache node is declared DOWN: its Ruleset 2 rules are withdrawn with one flow-mod, the db nodes forget it, and its rule adds are rejected until it rejoins. Its switch port going link-down or deleted declares it DOWN at once.")
 
 
 class _Node(_Strict):

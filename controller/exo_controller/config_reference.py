@@ -11,7 +11,7 @@ from .config import (CacheFillSection, CacheNodeConfig, ClientConfig, ClusterSec
 SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("cluster", ClusterSection, "Cluster-wide data-plane settings."),
     ("switch", SwitchSection, "The OpenFlow switch and the partitioning of the key-hash space."),
-    ("controller", ControllerSection, "Where the os-ken controller listens."),
+    ("controller", ControllerSection, "Where the os-ken controller listens, and how it watches the cache nodes."),
     ("hot_keys", HotKeysSection, "Db nodes: sampled Space-Saving hot-key detection and REPORTs "
      "(docs/cache-fill.md)."),
     ("cache_fill", CacheFillSection, "Cache nodes: which keys to hold, chosen from REPORTs "

@@ -15,7 +15,7 @@ so `dump-flows` shows 0xe1..., 0xe2..., 0xe3...; foreign cookies decode to None.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -48,7 +48,7 @@ ETH_TYPE_ARP = 0x0806
 OFPP_FLOOD = 0xFFFF_FFFB  # OpenFlow 1.3 reserved port; same value in os-ken's ofproto_v1_3
 
 ADD = "add"
-DELETE = "delete"                # non-strict: every flow matching cookie/cookie_mask (flush)
+DELETE = "delete"                # non-strict: every flow matching cookie/cookie_mask (+ out_port)
 DELETE_STRICT = "delete_strict"  # exactly this match + priority
 
 
@@ -86,15 +86,20 @@ def int_to_mac(value: int) -> str:
 
 @dataclass(frozen=True)
 class FlowMod:
-    """One OpenFlow 1.3 flow-mod in table 0, independent of any OpenFlow library."""
+    """One OpenFlow 1.3 flow-mod in table 0, independent of any OpenFlow library.
+
+    out_port: for ADD the port the flow outputs to; for DELETE / DELETE_STRICT the OpenFlow
+    out_port *filter* (only flows that output to that port are deleted; None = any port).
+    """
     command: str
     priority: int
     cookie: int
-    out_port: Optional[int] = None     # None for deletes
+    out_port: Optional[int] = None
     eth_dst: Optional[int] = None      # 48-bit int
     eth_dst_mask: Optional[int] = None  # None = exact match
     eth_type: Optional[int] = None
     cookie_mask: int = 0               # only meaningful for DELETE
+    all_tables: bool = False           # DELETE in every table (the flush), not just table 0
 
     @property
     def ruleset(self) -> Optional[int]:
@@ -113,7 +118,11 @@ class FlowMod:
             if self.eth_dst_mask is not None:
                 dst += "/" + int_to_mac(self.eth_dst_mask)
             parts.append(f"dl_dst={dst}")
-        if self.out_port is not None:
+        if self.cookie_mask:
+            parts[1] += f"/{self.cookie_mask:#x}"
+        if self.out_port is not None and self.command != ADD:
+            parts.append(f"out_port={self.out_port}")
+        elif self.out_port is not None:
             parts.append("actions=FLOOD" if self.out_port == OFPP_FLOOD else f"actions=output:{self.out_port}")
         return " ".join(parts)
 
@@ -121,8 +130,17 @@ class FlowMod:
 # ---------------------------------------------------------------- static rulesets (1 and 3)
 
 def flush_flowmod() -> FlowMod:
-    """Delete every flow in table 0 (used when the switch (re)connects; the controller owns it)."""
-    return FlowMod(command=DELETE, priority=0, cookie=0, cookie_mask=0)
+    """Delete every flow (used when a (re)connected switch's table is not what we would program:
+    the controller owns it)."""
+    return FlowMod(command=DELETE, priority=0, cookie=0, cookie_mask=0, all_tables=True)
+
+
+def withdraw_flowmod(port: int) -> FlowMod:
+    """Delete every Ruleset 2 rule that outputs to `port` at once (a cache node declared DOWN):
+    non-strict DELETE in table 0, cookie/cookie_mask = Ruleset 2, out_port filter = the port."""
+    cookie, mask = cookie_filter(RULESET_CACHE)
+    return FlowMod(command=DELETE, priority=PRIORITY[RULESET_CACHE], cookie=cookie, cookie_mask=mask,
+                   out_port=port)
 
 
 def node_flowmods(cfg) -> list[FlowMod]:
@@ -288,6 +306,17 @@ class CacheRuleBook:
             res.flowmods += self._transition(h, before)
         return res
 
+    def drop_node(self, node: str) -> list[int]:
+        """Drop every reference `node` holds (all refcounts); returns the hashes it held. The
+        caller compares owners before/after (a hash another node also holds moves to it)."""
+        held = [h for h, refs in self._refs.items() if node in refs]
+        for h in held:
+            refs = self._refs[h]
+            del refs[node]
+            if not refs:
+                del self._refs[h]
+        return held
+
     def snapshot(self, hashes: Iterable[int]) -> dict[int, Optional[OrderedDict]]:
         return {h & HASH_MASK: (OrderedDict(self._refs[h & HASH_MASK]) if (h & HASH_MASK) in self._refs else None)
                 for h in hashes}
@@ -307,3 +336,74 @@ class CacheRuleBook:
     def all_flowmods(self) -> list[FlowMod]:
         """ADDs for every rule the switch should hold (after a reconnect and flush)."""
         return [cache_flowmod(h, self._ports[self.owner(h)]) for h in sorted(self._refs)]
+
+
+# ---------------------------------------------------------------- adopting a switch's table
+
+@dataclass
+class TablePlan:
+    """What to do with the table a (re)connected switch already holds (docs/switch-rules.md,
+    "Controller restart"). adopt: its static flows are exactly ours, keep everything and take
+    `installed` (its Ruleset 2, hash -> port) as confirmed; else flush and program from scratch."""
+    adopt: bool
+    installed: dict[int, int] = field(default_factory=dict)
+    why: str = ""
+
+
+def switch_flow_as_flowmod(flow) -> Optional[FlowMod]:
+    """A flow read back from the switch (ofp_translate.FlowInfo) as the ADD that would have made
+    it; None when it has anything we never program (another table, other match fields, other
+    instructions or actions, timeouts)."""
+    if not getattr(flow, "plain", True) or getattr(flow, "table_id", 0) != 0:
+        return None
+    return FlowMod(command=ADD, priority=flow.priority, cookie=flow.cookie, out_port=flow.out_port,
+                   eth_dst=mac_to_int(flow.eth_dst) if flow.eth_dst else None,
+                   eth_dst_mask=mac_to_int(flow.eth_dst_mask) if flow.eth_dst_mask else None,
+                   eth_type=flow.eth_type)
+
+
+def _cache_rule_hash(fm: FlowMod, cache_ports: Iterable[int]) -> Optional[int]:
+    """The hash of a well-formed Ruleset 2 flow that outputs to a cache node's port, else None."""
+    if (fm.priority != PRIORITY[RULESET_CACHE] or fm.eth_type is not None or fm.eth_dst is None
+            or fm.eth_dst_mask is not None or fm.eth_dst >> HASH_BITS != PREFIX_GET
+            or fm.out_port not in cache_ports):
+        return None
+    h = fm.eth_dst & HASH_MASK
+    return h if fm.cookie == make_cookie(RULESET_CACHE, h) else None
+
+
+def plan_table(flows: Iterable, statics: Iterable[FlowMod], cache_ports: Iterable[int]) -> TablePlan:
+    """Keep the switch's table when every flow on it is either one of `statics` (Ruleset 1, ARP,
+    Ruleset 3: same match, priority, cookie and output) or a well-formed Ruleset 2 rule to a
+    cache node's port, and every static is there. Anything else (a missing or different static,
+    a foreign flow, a Ruleset 2 rule to an unknown port) means flush and program from scratch."""
+    cache_ports = set(cache_ports)
+    want = Counter(statics)
+    have: Counter = Counter()
+    installed: dict[int, int] = {}
+    foreign: list[str] = []
+    for flow in flows:
+        fm = switch_flow_as_flowmod(flow)
+        if fm is None:
+            foreign.append(f"cookie={flow.cookie:#x} priority={flow.priority} (not a flow we program)")
+        elif fm.ruleset == RULESET_CACHE:
+            h = _cache_rule_hash(fm, cache_ports)
+            if h is None:
+                foreign.append(str(fm))
+            else:
+                installed[h] = fm.out_port
+        elif fm in want:
+            have[fm] += 1
+        else:
+            foreign.append(str(fm))
+    missing = want - have
+    extra = have - want
+    foreign += [str(fm) for fm in extra.elements()]
+    if not missing and not foreign:
+        return TablePlan(True, installed)
+    why = []
+    if missing:
+        why.append(f"{sum(missing.values())} of {sum(want.values())} static flows missing or different")
+    if foreign:
+        why.append(f"{len(foreign)} flows we would not program (e.g. {foreign[0]})")
+    return TablePlan(False, {}, "; ".join(why))

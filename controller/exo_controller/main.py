@@ -23,8 +23,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def start_os_ken(cfg, barrier_timeout: float = 2.0):
-    """Configure os-ken, instantiate our app with the config (as a constructor kwarg) plus the
-    OpenFlow handler, and start their threads. Returns (app_manager, our_app)."""
+    """Configure os-ken, instantiate our app with the config (as a constructor kwarg) and the
+    cache node monitor (heartbeats over gRPC), plus the OpenFlow handler, and start their
+    threads. Returns (app_manager, our_app)."""
     # app_manager imports os_ken.controller.controller, which registers the ofp-* options; they must
     # exist before CONF() parses (importing controller.controller first is a circular-import error).
     from os_ken import cfg as os_ken_cfg
@@ -37,8 +38,14 @@ def start_os_ken(cfg, barrier_timeout: float = 2.0):
     conf.set_override("ofp_listen_host", cfg.controller.openflow_host)
     conf.set_override("ofp_tcp_listen_port", cfg.controller.openflow_port)
 
+    from .monitor import ClusterMonitor, GrpcPeers
+
+    def monitor_factory(app):
+        return ClusterMonitor(cfg, app, GrpcPeers(cfg))
+
     mgr = app_manager.AppManager.get_instance()
-    app = mgr.instantiate(ExoControllerApp, exo_config=cfg, barrier_timeout=barrier_timeout)
+    app = mgr.instantiate(ExoControllerApp, exo_config=cfg, barrier_timeout=barrier_timeout,
+                          monitor_factory=monitor_factory)
     mgr.load_apps(["os_ken.controller.ofp_handler"])
     contexts = mgr.create_contexts()
     mgr.instantiate_apps(**contexts)  # also starts our app's event loop

@@ -36,13 +36,14 @@ def to_ofp(datapath, fm: FlowMod) -> parser.OFPFlowMod:
     return parser.OFPFlowMod(
         datapath=datapath,
         cookie=fm.cookie,
-        cookie_mask=fm.cookie_mask if command == ofp.OFPFC_DELETE else 0,
-        table_id=TABLE if command != ofp.OFPFC_DELETE else ofp.OFPTT_ALL,
+            cookie_mask=fm.cookie_mask if command == ofp.OFPFC_DELETE else 0,
+        table_id=ofp.OFPTT_ALL if command == ofp.OFPFC_DELETE and fm.all_tables else TABLE,
         command=command,
         priority=fm.priority,
         # SEND_FLOW_REM off; CHECK_OVERLAP off (Ruleset 2 and 3 overlap by design, priorities decide).
         flags=0,
-        out_port=ofp.OFPP_ANY,
+        # For deletes, out_port is OpenFlow's filter: only flows that output to it (a withdrawal).
+        out_port=fm.out_port if command != ofp.OFPFC_ADD and fm.out_port is not None else ofp.OFPP_ANY,
         out_group=ofp.OFPG_ANY,
         match=to_match(fm),
         instructions=instructions,
@@ -61,6 +62,26 @@ class FlowInfo:
     byte_count: int
     cookie: int
     eth_type: Optional[int] = None
+    table_id: int = 0
+    # Nothing beyond what we program: match on eth_dst/eth_type only, one apply-actions
+    # instruction with one output action, no timeouts (flows.plan_table compares the rest).
+    plain: bool = True
+
+
+_PLAIN_MATCH = {"eth_dst", "eth_type"}
+
+
+def _is_plain(stat) -> bool:
+    if getattr(stat, "idle_timeout", 0) or getattr(stat, "hard_timeout", 0):
+        return False
+    if {name for name, _ in stat.match.items()} - _PLAIN_MATCH:
+        return False
+    if len(stat.instructions) != 1:
+        return False
+    inst = stat.instructions[0]
+    if not isinstance(inst, parser.OFPInstructionActions) or inst.type != ofp.OFPIT_APPLY_ACTIONS:
+        return False
+    return len(inst.actions) == 1 and isinstance(inst.actions[0], parser.OFPActionOutput)
 
 
 def from_stats(stat) -> FlowInfo:
@@ -90,6 +111,8 @@ def from_stats(stat) -> FlowInfo:
         byte_count=stat.byte_count,
         cookie=stat.cookie,
         eth_type=stat.match.get("eth_type"),
+        table_id=getattr(stat, "table_id", 0),
+        plain=_is_plain(stat),
     )
 
 

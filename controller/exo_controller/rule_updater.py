@@ -18,36 +18,59 @@ Choices worth knowing:
   deletes of the same batch as room: OpenFlow orders flow-mods only across barriers, so a switch
   may apply a batch's adds before its deletes. Deletes still drain one per add once installed
   reaches C, just batch by batch. An add that only moves a held hash to another port always fits.
-* Statics (flush, Ruleset 1, ARP, Ruleset 3) go first after every (re)connect. The flush empties
-  Ruleset 2 as well, so `installed` restarts empty and every desired rule is simply back in the
-  add queue, hottest first and within C, right behind the statics.
+* Statics (flush, Ruleset 1, ARP, Ruleset 3) go first after a (re)connect whose table is not
+  ours (switch_connected(None)). The flush empties Ruleset 2 as well, so `installed` restarts
+  empty and every desired rule is simply back in the add queue, hottest first and within C,
+  right behind the statics. A table whose statics are ours is kept (see below).
 * Rate: a sliding window (at most floor(R), at least 1, sends in any half-open 1 s window) is the
   hard guarantee; a token bucket with a burst of max(1, R/10) paces it, so a backlog leaves as a
   steady stream of small batches instead of R flow-mods at the start of every second.
 * A switch refusal of an add (OFPFMFC_TABLE_FULL from OVS flow_limit, like a full hardware table)
   drops that hash from the desired book, otherwise it would be retried forever; any waiter is told.
+* Withdrawal of a cache node declared DOWN (liveness.py): `withdraw(node)` drops all its
+  references from the book, cancels its queued adds, and queues ONE flow-mod (non-strict DELETE
+  of Ruleset 2 with out_port = the node's port) that goes before anything else (statics
+  included) and counts against R like any flow-mod. Its hashes leave `installed` when the
+  barrier confirms it, and `pop_withdrawn()` then names the node (the app tells the db nodes to
+  forget it). While a node is out of the cluster its adds are rejected and its removes are
+  no-ops; no add to its port is sent while a withdrawal of that port is queued or in flight.
+* Controller restart: `switch_connected(table)` with the switch's own Ruleset 2 (hash -> port,
+  flows.plan_table) keeps the switch's flows instead of flushing. A freshly started controller's
+  book is empty: `expect_sync(nodes)` then `sync_node(node, hashes)` rebuild it from what each
+  cache node holds (CacheNode.ListKeys). Until every expected node is synced (or withdrawn) no
+  DELETE of an installed-but-undesired rule is sent: the rule may belong to a node not yet
+  synced. Adds (and moves) may go. Hashes a node added or removed itself before its sync are
+  left as its requests made them (they are newer than, or reflected in, its ListKeys); a hash
+  taken from ListKeys absorbs one later AddCacheRules of the same (hash, node), because a cache
+  node resends an add that failed while the controller was down.
 """
 from __future__ import annotations
 
 import math
 import weakref
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional, Sequence
 
-from .flows import (ADD, DELETE_STRICT, HASH_MASK, CacheRule, CacheRuleBook, FlowMod, cache_flowmod,
-                    flush_flowmod, static_flowmods)
+from .flows import (ADD, DELETE_STRICT, HASH_MASK, CacheRule, CacheRuleBook, FlowMod,
+                    cache_flowmod, flush_flowmod, static_flowmods, withdraw_flowmod)
 
-STATIC, ADD_RULE, DEL_RULE = "static", "add", "delete"
+STATIC, ADD_RULE, DEL_RULE, WITHDRAW = "static", "add", "delete", "withdraw"
+
+
+def out_of_cluster(node: str) -> str:
+    """Why an AddCacheRules of a node declared DOWN (or still rejoining) is rejected."""
+    return f"cache node {node} is out of the cluster until it rejoins"
 
 
 @dataclass(frozen=True)
 class _Item:
-    kind: str                   # STATIC, ADD_RULE or DEL_RULE
+    kind: str                   # STATIC, ADD_RULE, DEL_RULE or WITHDRAW
     khash: Optional[int] = None
-    port: Optional[int] = None  # ADD_RULE: the port it installs
+    port: Optional[int] = None  # ADD_RULE: the port it installs; WITHDRAW: the port it clears
     seq: int = 0                # queue position to restore if the batch fails
     new: bool = False           # ADD_RULE of a hash not installed (takes a slot of C)
+    node: Optional[str] = None  # WITHDRAW: the cache node
 
 
 @dataclass
@@ -115,6 +138,14 @@ class RuleUpdater:
         # Largest Ruleset 2 the switch may have held: installed plus new adds in flight (the
         # switch may apply them before their barrier reply reaches us).
         self.ruleset2_peak = 0
+        # cache node liveness and controller restart (module docstring)
+        self._out: set[str] = set()                        # nodes out of the cluster (DOWN, REJOINING)
+        self._withdrawals: dict[str, int] = {}             # node -> seq: withdrawal flow-mods queued
+        self._withdraw_inflight: set[str] = set()
+        self._withdrawn_done: list[str] = []               # barrier-confirmed, for pop_withdrawn()
+        self._unsynced: set[str] = set()                   # nodes whose rules are not rebuilt yet
+        self._touched: dict[str, set[int]] = {}            # unsynced node -> hashes it asked about
+        self._from_sync: Counter = Counter()               # (hash, node) -> refs taken from ListKeys
 
     @classmethod
     def from_config(cls, cfg) -> "RuleUpdater":
@@ -127,6 +158,11 @@ class RuleUpdater:
     def _next_seq(self) -> int:
         self._seq += 1
         return self._seq
+
+    def _withdrawing(self, port: Optional[int]) -> bool:
+        """A withdrawal of `port` is queued or in flight (it will delete every rule to it)."""
+        return port is not None and any(
+            self._ports[n] == port for n in (*self._withdrawals, *self._withdraw_inflight))
 
     def _reconcile(self, h: int) -> None:
         """Put h in the queue its desired/installed difference calls for (or none)."""
@@ -143,7 +179,8 @@ class RuleUpdater:
             self._adds.setdefault(h, self._next_seq())
         else:
             self._adds.pop(h, None)
-        if want is None and have is not None:
+        # A rule to a port being withdrawn needs no delete of its own: the withdrawal takes it.
+        if want is None and have is not None and not self._withdrawing(have):
             self._dels.setdefault(h, self._next_seq())
         else:
             self._dels.pop(h, None)
@@ -157,13 +194,36 @@ class RuleUpdater:
             self._reconcile(h)
         return UpdateResult(res.accepted, list(res.rejected), ticket)
 
+    def _note_touched(self, rule: CacheRule) -> None:
+        if rule.cache_node in self._unsynced:
+            self._touched[rule.cache_node].add(rule.key_hash & HASH_MASK)
+
     def add(self, rules: Iterable[CacheRule], loads: Optional[Iterable[float]] = None) -> UpdateResult:
-        """Add references to the desired book; `loads` (parallel to rules) orders the add queue."""
+        """Add references to the desired book; `loads` (parallel to rules) orders the add queue.
+        Rules of a node out of the cluster are rejected (out_of_cluster)."""
         rules = list(rules)
         loads = list(loads) if loads is not None else [0.0] * len(rules)
         if len(loads) != len(rules):
             raise ValueError(f"{len(loads)} loads for {len(rules)} rules")
-        res = self.book.add(rules)
+        to_book, absorbed, out = [], 0, []
+        for r in rules:
+            key = (r.key_hash & HASH_MASK, r.cache_node)
+            if r.cache_node in self._out:
+                out.append((r, out_of_cluster(r.cache_node)))
+                continue
+            self._note_touched(r)
+            if self._from_sync[key] > 0:
+                # Already counted from the node's ListKeys: this is the node resending an add
+                # that failed while the controller was away, not a second key.
+                self._from_sync[key] -= 1
+                if not self._from_sync[key]:
+                    del self._from_sync[key]
+                absorbed += 1
+            else:
+                to_book.append(r)
+        res = self.book.add(to_book)
+        res.accepted += absorbed
+        res.rejected += out
         bad = {id(r) for r, _ in res.rejected}
         for r, load in zip(rules, loads):
             h = r.key_hash & HASH_MASK
@@ -172,12 +232,105 @@ class RuleUpdater:
         return self._track(res, rules)
 
     def remove(self, rules: Iterable[CacheRule]) -> UpdateResult:
+        """Drop references. Those of a node out of the cluster are accepted as no-ops (its
+        references went with its withdrawal)."""
         rules = list(rules)
-        return self._track(self.book.remove(rules), rules)
+        to_book, noop = [], 0
+        for r in rules:
+            if r.cache_node in self._out:
+                noop += 1
+                continue
+            self._note_touched(r)
+            key = (r.key_hash & HASH_MASK, r.cache_node)
+            if self._from_sync[key] > 0:
+                self._from_sync[key] -= 1
+                if not self._from_sync[key]:
+                    del self._from_sync[key]
+            to_book.append(r)
+        res = self.book.remove(to_book)
+        res.accepted += noop
+        return self._track(res, rules)
 
     def pending(self, h: int) -> bool:
         h &= HASH_MASK
-        return h in self._adds or h in self._dels or h in self._inflight
+        return (h in self._adds or h in self._dels or h in self._inflight
+                or self._withdrawing(self.installed.get(h)))
+
+    # ------------------------------------------------------------------ cache node liveness
+
+    @property
+    def out_nodes(self) -> frozenset:
+        return frozenset(self._out)
+
+    def withdraw(self, node: str) -> list[int]:
+        """`node` was declared DOWN: drop every reference it holds (all refcounts), cancel its
+        queued adds, reject its adds from now on, and queue the one flow-mod that deletes all its
+        Ruleset 2 rules (sent before anything else). Returns the hashes it held in the book."""
+        if node not in self._ports:
+            raise KeyError(f"unknown cache node {node!r}")
+        self._out.add(node)
+        self._unsynced.discard(node)
+        self._touched.pop(node, None)
+        for key in [k for k in self._from_sync if k[1] == node]:
+            del self._from_sync[key]
+        if node not in self._withdraw_inflight:
+            self._withdrawals.setdefault(node, self._next_seq())
+        held = self.book.drop_node(node)
+        port = self._ports[node]
+        for h in set(held) | {h for h, p in self.installed.items() if p == port}:
+            self._reconcile(h)
+        return held
+
+    def rejoin(self, node: str) -> None:
+        """`node` is back (reset, and forgotten by every db node): its adds are accepted again.
+        It holds nothing, so there is nothing to sync."""
+        if node not in self._ports:
+            raise KeyError(f"unknown cache node {node!r}")
+        self._out.discard(node)
+
+    def pop_withdrawn(self) -> list[str]:
+        """Nodes whose withdrawal flow-mod the switch confirmed since the last call."""
+        done, self._withdrawn_done = self._withdrawn_done, []
+        return done
+
+    # ------------------------------------------------------------------ rebuilding the book
+
+    def expect_sync(self, nodes: Iterable[str]) -> None:
+        """A freshly started controller: these nodes' rules are rebuilt by sync_node; until then
+        (or their withdrawal) no installed-but-undesired rule is deleted."""
+        for node in nodes:
+            if node not in self._ports:
+                raise KeyError(f"unknown cache node {node!r}")
+            if node not in self._out:
+                self._unsynced.add(node)
+                self._touched.setdefault(node, set())
+
+    @property
+    def synced(self) -> bool:
+        return not self._unsynced
+
+    @property
+    def unsynced_nodes(self) -> frozenset:
+        return frozenset(self._unsynced)
+
+    def sync_node(self, node: str, hashes: Iterable[int]) -> int:
+        """One reference per key `node` holds (its ListKeys, hashed), except for hashes the node
+        added or removed itself since the controller started. Returns the references added;
+        0 if the node is not waiting for a sync (synced already, or withdrawn meanwhile)."""
+        if node not in self._unsynced:
+            return 0
+        touched = self._touched.pop(node, set())
+        self._unsynced.discard(node)
+        counts = Counter(h & HASH_MASK for h in hashes)
+        rules = [CacheRule(h, node) for h, n in counts.items() if h not in touched for _ in range(n)]
+        res = self.book.add(rules)
+        bad = {id(r) for r, _ in res.rejected}
+        for r in rules:
+            if id(r) not in bad:
+                self._from_sync[(r.key_hash, node)] += 1
+        for h in counts:
+            self._reconcile(h)
+        return res.accepted
 
     def settled(self, ticket: Ticket) -> bool:
         """True once none of the ticket's hashes is queued or in flight (see ticket.errors)."""
@@ -185,16 +338,28 @@ class RuleUpdater:
 
     # ------------------------------------------------------------------ switch connection
 
-    def switch_connected(self) -> None:
-        """A (re)connected switch: flush and statics first; every desired rule is re-added."""
+    def switch_connected(self, table: Optional[Mapping[int, int]] = None) -> None:
+        """A (re)connected switch. table None: its flows are not what we would program (or
+        unknown): flush and statics first, then every desired rule is re-added. table: its
+        statics are ours (flows.plan_table); keep them and take its Ruleset 2 (hash -> port) as
+        installed; only the difference to the book is sent. A rule to the port of a node out of
+        the cluster gets that node's withdrawal again."""
         self._epoch += 1
         self._abandon_batch()
         self.connected = True
-        self._statics = deque(self._statics_template)
         old = set(self.installed) | set(self._dels)
-        self.installed = {}
+        if table is None:
+            self._statics = deque(self._statics_template)
+            self.installed = {}
+        else:
+            self._statics = deque()
+            self.installed = {h & HASH_MASK: port for h, port in table.items()}
+            ports = set(self.installed.values())
+            for node in sorted(self._out):
+                if self._ports[node] in ports and node not in self._withdrawals:
+                    self._withdrawals[node] = self._next_seq()
         self._dels.clear()
-        for h in old | set(self._adds) | set(self.book.hashes()):
+        for h in old | set(self._adds) | set(self.book.hashes()) | set(self.installed):
             self._reconcile(h)
 
     def switch_disconnected(self) -> None:
@@ -210,7 +375,12 @@ class RuleUpdater:
             return
         self._new_inflight = 0
         self._statics_inflight = 0
-        items = [it for it in batch.items if it.kind != STATIC]
+        for it in batch.items:
+            if it.kind == WITHDRAW:
+                self._withdraw_inflight.discard(it.node)
+                self._withdrawals[it.node] = it.seq
+        self._withdrawals = dict(sorted(self._withdrawals.items(), key=lambda kv: kv[1]))
+        items = [it for it in batch.items if it.kind in (ADD_RULE, DEL_RULE)]
         for it in items:
             self._inflight.pop(it.khash, None)
         for it in items:
@@ -247,13 +417,21 @@ class RuleUpdater:
     def _room(self) -> bool:
         return len(self.installed) + self._new_inflight < self.capacity
 
+    def _unblocked_adds(self) -> Iterable[int]:
+        """Queued adds, except those to a port whose withdrawal is pending."""
+        blocked = {self._ports[n] for n in (*self._withdrawals, *self._withdraw_inflight)}
+        if not blocked:
+            return self._adds
+        return [h for h in self._adds if self._ports[self.book.owner(h)] not in blocked]
+
     def has_work(self) -> bool:
         """next_batch would send something, given budget."""
         if not self.connected or self._batch is not None:
             return False
-        if self._statics or self._dels:
+        if self._withdrawals or self._statics or (self._dels and self.synced):
             return True
-        return bool(self._adds) and (self._room() or any(h in self.installed for h in self._adds))
+        adds = self._unblocked_adds()
+        return bool(adds) and (self._room() or any(h in self.installed for h in adds))
 
     def next_wakeup(self, now: float) -> Optional[float]:
         """When next_batch can next return something: `now`, a later time, or None (wait for a
@@ -273,18 +451,25 @@ class RuleUpdater:
     # ------------------------------------------------------------------ Algorithm 1
 
     def next_batch(self, now: float) -> Batch:
-        """Up to budget flow-mods: statics, then adds while they fit in C, else deletes."""
+        """Up to budget flow-mods: withdrawals, statics, then adds while they fit in C, else
+        deletes (those only once every cache node is synced)."""
         if not self.has_work():
             return Batch(epoch=self._epoch)
         budget = self.budget(now)
         batch = Batch(epoch=self._epoch)
+        while self._withdrawals and len(batch) < budget:
+            node = next(iter(self._withdrawals))
+            port = self._ports[node]
+            batch.mods.append(withdraw_flowmod(port))
+            batch.items.append(_Item(WITHDRAW, port=port, seq=self._withdrawals.pop(node), node=node))
+            self._withdraw_inflight.add(node)
         while self._statics and len(batch) < budget:
             fm = self._statics.popleft()
             batch.mods.append(fm)
             batch.items.append(_Item(STATIC))
         if len(batch) < budget and (self._adds or self._dels):
-            adds = sorted(self._adds, key=lambda h: (-self._loads.get(h, 0.0), self._adds[h]))
-            dels = iter(list(self._dels))
+            adds = sorted(self._unblocked_adds(), key=lambda h: (-self._loads.get(h, 0.0), self._adds[h]))
+            dels = iter(list(self._dels) if self.synced else [])
             ai = 0
             while len(batch) < budget:
                 room = self._room()
@@ -328,6 +513,19 @@ class RuleUpdater:
             if why is not None:
                 self.flow_mods_refused += 1
             if it.kind == STATIC:
+                continue
+            if it.kind == WITHDRAW:
+                self._withdraw_inflight.discard(it.node)
+                if why is not None:
+                    # The node's rules may still be on the switch: withdraw again (next batch).
+                    self._withdrawals.setdefault(it.node, self._next_seq())
+                    continue
+                gone = [h for h, p in self.installed.items() if p == it.port]
+                for h in gone:
+                    del self.installed[h]
+                for h in gone:
+                    self._reconcile(h)
+                self._withdrawn_done.append(it.node)
                 continue
             h = it.khash
             self._inflight.pop(h, None)
@@ -379,4 +577,7 @@ class RuleUpdater:
             "flow_mods_in_flight": len(self._batch) if self._batch else 0,
             "flow_mods_refused": self.flow_mods_refused,
             "static_pending": len(self._statics) + self._statics_inflight,
+            "withdrawals_queued": len(self._withdrawals) + len(self._withdraw_inflight),
+            "cache_nodes_unsynced": len(self._unsynced),
+            "rule_deletes_held": 0 if self.synced else len(self._dels),
         }

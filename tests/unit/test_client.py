@@ -202,7 +202,7 @@ def test_history_records_each_request_with_its_outcome():
         return [reply_to(m, status=wire.ST_NOT_FOUND)]
 
     h = RecordingHistory()
-    c = make(node, history=h, name="c0")
+    c = make(node, history=h, history_name="c0")
     c.set(b"a", b"1")
     assert c.get(b"a") == b"1"
     assert c.get(b"b") is None

@@ -1,6 +1,9 @@
 """ExoControllerApp against a fake datapath (no switch, no os-ken event loop): programming on
 connect, the rate-limited sender thread, barrier-confirmed updates, no_wait, switch errors,
-timeouts, disconnects, flow-stats readback, Stats. Tests that do not test the rate use a high R."""
+timeouts, disconnects, flow-stats readback, Stats. Tests that do not test the rate use a high R.
+The fake datapath (fake_switch.py) keeps a flow table and answers flow-stats requests, because
+on connect the app first reads the switch's table (kept if its statics are ours, else flushed).
+These apps run without the cache node monitor; test_controller_liveness.py covers it."""
 import threading
 import time
 from types import SimpleNamespace
@@ -15,45 +18,7 @@ from exo_controller.config import parse_config
 from exo_controller.flows import CacheRule, make_cookie
 from exo_controller.grpc_service import ControllerServicer
 from exoproto import control_pb2
-
-
-class FakeDatapath:
-    """Records messages (and when they were sent); answers barriers (after optional errors) from
-    another thread, like os-ken's event loop would."""
-    ofproto = ofp
-    ofproto_parser = parser
-
-    def __init__(self, app, dpid=1, answer_barriers=True, fail=lambda msg: False, barrier_delay=0.01):
-        self.app, self.id, self.address = app, dpid, ("127.0.0.1", 1)
-        self.answer_barriers, self.fail, self.barrier_delay = answer_barriers, fail, barrier_delay
-        self.sent, self.times, self.xid = [], [], 100
-        self.unanswered = []
-
-    def set_xid(self, msg):
-        self.xid += 1
-        msg.set_xid(self.xid)
-        return self.xid
-
-    def send_msg(self, msg):
-        self.sent.append(msg)
-        self.times.append(time.monotonic())
-        if isinstance(msg, parser.OFPFlowMod) and self.fail(msg):
-            err = SimpleNamespace(xid=msg.xid, type=ofp.OFPET_FLOW_MOD_FAILED, code=ofp.OFPFMFC_TABLE_FULL)
-            self.app._error(SimpleNamespace(msg=err))
-        if isinstance(msg, parser.OFPBarrierRequest):
-            if self.answer_barriers:
-                self.answer(msg, self.barrier_delay)
-            else:
-                self.unanswered.append(msg)
-        return True
-
-    def answer(self, barrier, delay=0.0):
-        reply = SimpleNamespace(msg=SimpleNamespace(xid=barrier.xid))
-        threading.Timer(delay, self.app._barrier_reply, args=(reply,)).start()
-
-    def mods(self, command=None):
-        return [m for m in self.sent if isinstance(m, parser.OFPFlowMod)
-                and (command is None or m.command == command)]
+from fake_switch import FakeDatapath
 
 
 def make_app(cluster_dict, rate=100_000.0, barrier_timeout=0.3, **switch):
@@ -68,13 +33,14 @@ def app(cluster_dict):
     app.stop()
 
 
-def connect(app, answer_barriers=True, **kw):
-    """A programmed switch; answer_barriers=False applies after the programming."""
+def connect(app, answer_barriers=True, answer_stats=True, **kw):
+    """A programmed switch; answer_barriers/answer_stats=False apply after the programming."""
     dp = FakeDatapath(app, **kw)
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     assert app.connected.wait(2)
     wait_for(lambda: not app._waiters)  # the statics' barrier is fully processed
     dp.answer_barriers = answer_barriers
+    dp.answer_stats = answer_stats
     dp.sent.clear()
     return dp
 
@@ -103,8 +69,11 @@ def test_programming_on_connect(app, cfg):
     app.updater.add([CacheRule(5, "cache2")])  # desired rules survive reconnects
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     assert app.connected.wait(2)
+    # The table is read first; this fake switch's is empty (not our statics), so: flush.
+    assert isinstance(dp.sent[0], parser.OFPFlowStatsRequest) and dp.sent[0].table_id == ofp.OFPTT_ALL
     mods = dp.mods()
     assert mods[0].command == ofp.OFPFC_DELETE and mods[0].cookie_mask == 0
+    assert mods[0].table_id == ofp.OFPTT_ALL and mods[0].out_port == ofp.OFPP_ANY
     adds = dp.mods(ofp.OFPFC_ADD)
     nodes = len(cfg.cache_nodes) + len(cfg.db_nodes) + len(cfg.clients)
     assert len(adds) == nodes + 1 + 2 ** cfg.switch.partition_bits + 1
@@ -210,14 +179,19 @@ def test_disconnect_while_waiting_then_reconnect(app):
     assert (out.accepted, out.rejected) == (0, 0) and "not connected" in out.error
     out = app.add_cache_rules([CacheRule(11, "cache2")], wait=False)
     assert (out.accepted, out.rejected, out.error) == (1, 0, "")
-    dp2 = connect_keep(app)
-    assert dp2.mods()[0].command == ofp.OFPFC_DELETE
+    # The same switch reconnects with its flows. This used to flush and re-add everything; now
+    # the controller reads the table, finds its statics intact and keeps them: the ADD of 9 did
+    # reach the switch (only its barrier reply was lost), so only 10 and 11 are sent.
+    dp2 = connect_keep(app, table=dp.table)
     wait_for(lambda: app.updater.installed == {9: 11, 10: 12, 11: 12})
-    assert {m.cookie for m in dp2.mods(ofp.OFPFC_ADD)} >= {make_cookie(2, h) for h in (9, 10, 11)}
+    assert not dp2.mods(ofp.OFPFC_DELETE)
+    assert {m.cookie for m in dp2.mods(ofp.OFPFC_ADD)} == {make_cookie(2, h) for h in (10, 11)}
+    assert dp2.table.ruleset2() == {9: 11, 10: 12, 11: 12}
+    assert app.counters["switch_tables_kept"] == 1 and app.counters["switch_tables_flushed"] == 1
 
 
-def connect_keep(app):
-    dp = FakeDatapath(app)
+def connect_keep(app, **kw):
+    dp = FakeDatapath(app, **kw)
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     assert app.connected.wait(2)
     return dp
@@ -257,7 +231,7 @@ def _stat(cookie, prio, dst, port):
 
 
 def test_list_flows_multipart(app):
-    dp = connect(app)
+    dp = connect(app, answer_stats=False)  # answered by hand below
     parts = [(ofp.OFPMPF_REPLY_MORE, [_stat(make_cookie(3, 1), 100, ("aa:01:00:00:00:00", "ef:ff:00:00:00:00"), 21)]),
              (0, [_stat(make_cookie(2, 5), 200, "aa:00:00:00:00:05", 12), _stat(0x42, 5, "02:00:00:00:00:09", 1)])]
 
@@ -275,7 +249,7 @@ def test_list_flows_multipart(app):
 
 
 def test_list_flows_filters_by_cookie_and_times_out(app):
-    dp = connect(app)
+    dp = connect(app, answer_stats=False)
     with pytest.raises(SwitchTimeout):
         app.list_flows(2)
     req = dp.sent[-1]

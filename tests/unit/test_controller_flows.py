@@ -1,5 +1,6 @@
 """Switch rules computed by exo_controller.flows, applied to a fake OpenFlow table and checked by
-routing request MACs of real key hashes through it (no switch needed)."""
+routing request MACs of real key hashes through it (no switch needed). Also the withdrawal
+flow-mod, plan_table (keep or flush a reconnected switch's table) and their OpenFlow translation."""
 import random
 
 import pytest
@@ -25,8 +26,9 @@ class FakeFlowTable:
                 self.flows[fm.match_key()] = fm  # same match + priority replaces
             elif fm.command == DELETE_STRICT:
                 self.flows.pop(fm.match_key(), None)
-            elif fm.command == DELETE:
-                for k in [k for k, f in self.flows.items() if f.cookie & fm.cookie_mask == fm.cookie & fm.cookie_mask]:
+            elif fm.command == DELETE:  # non-strict, empty match: cookie/cookie_mask and out_port filter
+                for k in [k for k, f in self.flows.items() if f.cookie & fm.cookie_mask == fm.cookie & fm.cookie_mask
+                          and (fm.out_port is None or f.out_port == fm.out_port)]:
                     del self.flows[k]
             else:
                 raise AssertionError(f"unknown command {fm.command}")
@@ -280,3 +282,107 @@ def test_key_hash_masked_to_40_bits(cfg):
     book = CacheRuleBook.from_config(cfg)
     res = book.add([CacheRule((0xDEAD << 40) | 0x1234, "cache1")])
     assert res.flowmods[0].eth_dst == (0xAA << 40) | 0x1234
+
+
+# ---------------------------------------------------------------- withdrawal and table adoption
+
+def test_withdraw_flowmod_deletes_only_that_nodes_cache_rules(cfg, table):
+    book = CacheRuleBook.from_config(cfg)
+    ks = [key_hash(k) for k in keys(20, seed=11)]
+    table.apply(book.add([CacheRule(h, "cache1" if i % 2 else "cache2") for i, h in enumerate(ks)]).flowmods)
+    assert table.count(2) == 20
+    fm = flows.withdraw_flowmod(11)
+    assert (fm.command, fm.cookie, fm.cookie_mask, fm.out_port) == (DELETE, 0xE2 << 56, 0xFF << 56, 11)
+    assert str(fm) == "delete cookie=0xe200000000000000/0xff00000000000000 priority=200 out_port=11"
+    table.apply([fm])
+    assert table.count(2) == 10
+    for i, h in enumerate(ks):
+        want = db_port_for(cfg, h) if i % 2 else 12  # cache1's keys go to their db nodes again
+        assert table.lookup(request_mac(PREFIX_GET, h)) == want
+    assert table.lookup(cfg.cache_nodes[0].mac) == 11  # Ruleset 1 to the same port stays
+    assert table.count(1) == 7 and table.count(3) == 256
+
+
+def _as_switch_flows(flowmods, table_id=0):
+    """What reading the table back gives (FlowInfo) for flows made by these ADDs."""
+    from exo_controller.ofp_translate import FlowInfo
+    return [FlowInfo(ruleset=fm.ruleset or 0, priority=fm.priority,
+                     eth_dst=flows.int_to_mac(fm.eth_dst) if fm.eth_dst is not None else "",
+                     eth_dst_mask=flows.int_to_mac(fm.eth_dst_mask) if fm.eth_dst_mask is not None else "",
+                     out_port=fm.out_port, packet_count=0, byte_count=0, cookie=fm.cookie, eth_type=fm.eth_type,
+                     table_id=table_id) for fm in flowmods]
+
+
+def test_plan_table_keeps_a_table_whose_statics_are_ours(cfg):
+    statics = flows.static_flowmods(cfg)
+    r2 = [flows.cache_flowmod(0x1234, 11), flows.cache_flowmod(0xFF_FFFF_FFFF, 12)]
+    plan = flows.plan_table(_as_switch_flows(list(reversed(statics)) + r2), statics, {11, 12})
+    assert plan.adopt and plan.installed == {0x1234: 11, 0xFF_FFFF_FFFF: 12} and plan.why == ""
+
+
+def test_plan_table_flushes_when_anything_differs(cfg, cluster_dict):
+    statics = flows.static_flowmods(cfg)
+    ok = _as_switch_flows(statics)
+    # empty table (a switch that restarted, or a fresh bridge)
+    plan = flows.plan_table([], statics, {11, 12})
+    assert not plan.adopt and "263 of 263 static flows missing" in plan.why
+    # one static missing
+    assert not flows.plan_table(ok[1:], statics, {11, 12}).adopt
+    # a static with another output (the config changed: partitions moved)
+    cluster_dict["db_nodes"].pop()
+    other = flows.static_flowmods(parse_config(cluster_dict))
+    plan = flows.plan_table(_as_switch_flows(other), statics, {11, 12})
+    assert not plan.adopt and "missing or different" in plan.why
+    # a foreign flow, or one in another table
+    foreign = FlowMod(ADD, 5, 0x42, out_port=1, eth_dst=mac_to_int("02:00:00:00:00:09"))
+    plan = flows.plan_table(ok + _as_switch_flows([foreign]), statics, {11, 12})
+    assert not plan.adopt and "would not program" in plan.why
+    assert not flows.plan_table(ok + _as_switch_flows([statics[0]], table_id=1), statics, {11, 12}).adopt
+    # a static twice (once in a foreign form is the same thing as a foreign flow)
+    assert not flows.plan_table(ok + ok[:1], statics, {11, 12}).adopt
+    # Ruleset 2 flows we would never make: unknown port, wrong cookie index, masked
+    bad_port = flows.cache_flowmod(5, 21)
+    bad_cookie = FlowMod(ADD, 200, flows.make_cookie(2, 6), out_port=11, eth_dst=(0xAA << 40) | 7)
+    masked = FlowMod(ADD, 200, flows.make_cookie(2, 8), out_port=11, eth_dst=(0xAA << 40) | 8,
+                     eth_dst_mask=mac_to_int("ff:ff:ff:ff:ff:00"))
+    for bad in (bad_port, bad_cookie, masked):
+        assert not flows.plan_table(ok + _as_switch_flows([bad]), statics, {11, 12}).adopt, bad
+    # a flow with more than we program (another match field, timeouts, more actions)
+    from dataclasses import replace
+    assert not flows.plan_table([replace(ok[0], plain=False), *ok[1:]], statics, {11, 12}).adopt
+
+
+def test_to_ofp_of_withdrawal_and_flush():
+    from os_ken.ofproto import ofproto_v1_3 as ofp
+
+    from exo_controller.ofp_translate import to_ofp
+    w = to_ofp(None, flows.withdraw_flowmod(12))
+    assert (w.command, w.table_id, w.out_port, w.cookie, w.cookie_mask) == (
+        ofp.OFPFC_DELETE, 0, 12, 0xE2 << 56, 0xFF << 56)
+    assert not list(w.match.items()) and w.instructions == []
+    f = to_ofp(None, flows.flush_flowmod())
+    assert (f.command, f.table_id, f.out_port, f.cookie_mask) == (ofp.OFPFC_DELETE, ofp.OFPTT_ALL, ofp.OFPP_ANY, 0)
+    d = to_ofp(None, flows.cache_flowmod(5, None, DELETE_STRICT))
+    assert (d.command, d.table_id, d.out_port) == (ofp.OFPFC_DELETE_STRICT, 0, ofp.OFPP_ANY)
+
+
+def test_from_stats_marks_flows_we_would_not_program():
+    from os_ken.ofproto import ofproto_v1_3 as ofp
+    from os_ken.ofproto import ofproto_v1_3_parser as parser
+
+    from exo_controller.ofp_translate import from_stats
+
+    def stat(match, actions, table_id=0, idle=0, cookie=0):
+        return parser.OFPFlowStats(table_id=table_id, duration_sec=0, duration_nsec=0, priority=200,
+                                   idle_timeout=idle, hard_timeout=0, flags=0, cookie=cookie, packet_count=0,
+                                   byte_count=0, match=match, instructions=[parser.OFPInstructionActions(
+                                       ofp.OFPIT_APPLY_ACTIONS, actions)])
+    out = [parser.OFPActionOutput(11)]
+    good = from_stats(stat(parser.OFPMatch(eth_dst="aa:00:00:00:00:05"), out, cookie=flows.make_cookie(2, 5)))
+    assert good.plain and good.table_id == 0 and good.ruleset == 2 and good.out_port == 11
+    assert not from_stats(stat(parser.OFPMatch(in_port=1, eth_dst="aa:00:00:00:00:05"), out)).plain
+    assert not from_stats(stat(parser.OFPMatch(eth_dst="aa:00:00:00:00:05"), out, idle=10)).plain
+    assert not from_stats(stat(parser.OFPMatch(eth_dst="aa:00:00:00:00:05"),
+                               [parser.OFPActionSetField(eth_dst="02:00:00:00:00:01"), *out])).plain
+    other = from_stats(stat(parser.OFPMatch(eth_dst="aa:00:00:00:00:05"), out, table_id=3))
+    assert other.table_id == 3

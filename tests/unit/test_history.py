@@ -172,7 +172,7 @@ def test_client_records_into_a_history_the_checker_accepts():
         return reply(v=store[m.key]) if m.key in store else reply(wire.ST_NOT_FOUND)
 
     h = History()
-    c = Client("fake0", io=FakeIO(node), timeout=0.01, retries=1, history=h, name="c0")
+    c = Client("fake0", io=FakeIO(node), timeout=0.01, retries=1, history=h, history_name="c0")
     c.set(b"a", b"1")
     assert c.get(b"a") == b"1"
     c.delete(b"a")

@@ -1,5 +1,7 @@
 """RuleUpdater (docs/cache-fill.md section 3, Algorithm 1) against a fake clock and a fake switch
-table that refuses adds beyond C, like OVS with flow_limit and overflow_policy=refuse."""
+table that refuses adds beyond C, like OVS with flow_limit and overflow_policy=refuse. Also the
+withdrawal of a cache node declared DOWN, and a restarted controller adopting the switch's table
+(deletes held until every cache node is synced)."""
 import random
 
 import pytest
@@ -25,9 +27,13 @@ class FakeSwitch:
         errors = {}
         for i, fm in enumerate(mods):
             self.log.append((now, fm))
-            if fm.command == DELETE:
+            if fm.command == DELETE and fm.out_port is None:  # the flush
                 self.r2.clear()
                 self.statics = 0
+            elif fm.command == DELETE:  # a withdrawal: every Ruleset 2 rule to that port
+                assert (fm.cookie, fm.cookie_mask) == (0xE2 << 56, 0xFF << 56) and not fm.all_tables
+                for h in [h for h, p in self.r2.items() if p == fm.out_port]:
+                    del self.r2[h]
             elif fm.ruleset != RULESET_CACHE:
                 self.statics += 1
             elif fm.command == ADD:
@@ -331,3 +337,192 @@ def test_next_wakeup_waits_for_window_and_tokens():
     u.batch_done(b, {})
     assert u.budget(10.5) == 0 and u.next_wakeup(10.5) == pytest.approx(11.0)
     assert len(u.next_batch(11.0)) == 4
+
+
+# ---------------------------------------------------------------- withdrawal of a DOWN cache node
+
+def test_withdraw_drops_every_reference_and_sends_one_delete_first():
+    sim = Sim(rate=100.0, statics=[])
+    sim.add([1, 2, 3])
+    sim.add([2])           # refcount 2 on c1
+    sim.add([3], node="c2")  # 3 moves to c2; c1 still holds a reference
+    sim.add([4], node="c2")
+    sim.run()
+    assert sim.sw.r2 == {1: 11, 2: 11, 3: 12, 4: 12}
+    sim.add([5, 6])        # queued adds of c1: cancelled by the withdrawal
+    sim.remove([4], node="c2")  # a queued delete of c2: still goes, after the withdrawal
+    sim.add([7], node="c2")
+    held = sim.u.withdraw("c1")
+    assert sorted(held) == [1, 2, 3, 5, 6]
+    assert all(sim.u.book.refcount(h, "c1") == 0 for h in range(1, 8))
+    assert sim.u.book.owner(3) == "c2" and sim.u.book.owner(1) is None
+    m = sim.u.metrics(sim.now)
+    assert m["withdrawals_queued"] == 1 and m["rule_adds_queued"] == 1 and m["rule_deletes_queued"] == 1
+    batch = sim.u.next_batch(sim.now)
+    first = batch.mods[0]
+    assert (first.command, first.cookie, first.cookie_mask, first.out_port) == (DELETE, 0xE2 << 56, 0xFF << 56, 11)
+    assert [(m.command, m.eth_dst & HASH_MASK) for m in batch.mods[1:]] == [(ADD, 7), (DELETE_STRICT, 4)]
+    assert sim.u.installed == {1: 11, 2: 11, 3: 12, 4: 12}  # not before the barrier
+    assert sim.u.pop_withdrawn() == []
+    sim.u.batch_done(batch, sim.sw.apply(sim.now, batch.mods))
+    assert sim.u.pop_withdrawn() == ["c1"] and sim.u.pop_withdrawn() == []
+    assert sim.u.installed == sim.sw.r2 == {3: 12, 7: 12}
+    sim.run()
+    assert len(sim.sw.log) == 1 + 4 + 3  # flush, 4 adds, one batch: no per-rule delete for c1
+
+
+def test_withdrawal_goes_before_statics_and_queued_work_and_counts_against_r():
+    sim = Sim(rate=1.0, connect=False)
+    sim.add([1, 2])
+    sim.u.withdraw("c2")
+    sim.u.switch_connected()
+    sim.run()
+    log = [fm for _, fm in sim.sw.log]
+    assert log[0].command == DELETE and log[0].out_port == 12  # first of all
+    assert log[1].command == DELETE and log[1].out_port is None  # then the flush and statics
+    assert_window([t for t, _ in sim.sw.log], 1.0)
+    assert sim.sw.log[1][0] >= sim.sw.log[0][0] + 1.0  # it used up that second's budget
+
+
+def test_out_of_cluster_node_adds_rejected_removes_noop_until_rejoin():
+    sim = Sim(rate=100.0, statics=[])
+    sim.add([1])
+    sim.run()
+    sim.u.withdraw("c1")
+    res = sim.add([2, 3])
+    assert res.accepted == 0 and len(res.rejected) == 2
+    assert "cache node c1 is out of the cluster until it rejoins" in res.error
+    res = sim.remove([1, 9])
+    assert (res.accepted, res.rejected) == (2, [])
+    assert sim.add([4], node="c2").accepted == 1  # other nodes are unaffected
+    sim.run()
+    assert sim.sw.r2 == {4: 12} and sim.u.pop_withdrawn() == ["c1"]
+    sim.u.rejoin("c1")
+    assert sim.add([2]).accepted == 1
+    sim.run()
+    assert sim.sw.r2 == {2: 11, 4: 12}
+
+
+def test_withdrawal_survives_disconnect_and_refusal():
+    sim = Sim(rate=100.0, statics=[])
+    sim.add([1, 2])
+    sim.run()
+    sim.u.withdraw("c1")
+    batch = sim.u.next_batch(sim.now)
+    assert batch.mods[0].out_port == 11
+    sim.u.switch_disconnected()  # lost with the connection: queued again
+    assert sim.u.metrics(sim.now)["withdrawals_queued"] == 1
+    sim.u.switch_connected(dict(sim.sw.r2))  # the switch kept its flows
+    batch = sim.u.next_batch(sim.now)
+    assert [m.out_port for m in batch.mods] == [11]
+    sim.u.batch_done(batch, {0: "OFPET_BAD_REQUEST"})  # refused: the rules may still be there
+    assert sim.u.pop_withdrawn() == [] and sim.u.metrics(sim.now)["withdrawals_queued"] == 1
+    sim.run()
+    assert sim.u.pop_withdrawn() == ["c1"] and sim.u.installed == sim.sw.r2 == {}
+
+
+def test_no_add_to_a_port_while_its_withdrawal_is_pending():
+    sim = Sim(rate=100.0, statics=[])
+    sim.add([1])
+    sim.run()
+    sim.u.withdraw("c1")
+    sim.u.rejoin("c1")  # (liveness never does this before the barrier; the updater is safe anyway)
+    sim.add([2])
+    batch = sim.u.next_batch(sim.now)
+    assert [(m.command, m.out_port) for m in batch.mods] == [(DELETE, 11)]
+    sim.u.batch_done(batch, sim.sw.apply(sim.now, batch.mods))
+    sim.run()
+    assert sim.sw.r2 == {2: 11}
+
+
+# ---------------------------------------------------------------- controller restart
+
+def test_adopted_table_sends_no_statics_and_only_the_difference():
+    sim = Sim(rate=100.0, connect=False)
+    sim.add([1, 2])
+    sim.sw.r2 = {1: 11, 3: 12}
+    sim.u.switch_connected({1: 11, 3: 12})
+    assert sim.u.programmed and sim.u.installed == {1: 11, 3: 12}
+    sim.run()
+    assert sim.sw.r2_log() == [(ADD, 2), (DELETE_STRICT, 3)]
+    assert sim.sw.statics == 0 and sim.sw.r2 == sim.u.installed == {1: 11, 2: 11}
+
+
+def test_deletes_held_until_every_cache_node_is_synced():
+    sim = Sim(rate=100.0, connect=False, statics=[])
+    sim.u.expect_sync(["c1", "c2"])
+    sim.sw.r2 = {1: 11, 2: 11, 3: 12, 4: 12}
+    sim.u.switch_connected(dict(sim.sw.r2))
+    sim.add([5])  # adds may go before the sync
+    sim.run()
+    assert sim.sw.r2_log() == [(ADD, 5)]
+    m = sim.u.metrics(sim.now)
+    assert m["cache_nodes_unsynced"] == 2 and m["rule_deletes_held"] == 4
+    assert sim.u.sync_node("c1", [1, 5]) == 1  # 5 it asked for itself: not counted twice
+    sim.run()
+    assert sim.sw.r2_log() == [(ADD, 5)]  # c2 is not synced: 2, 3 and 4 stay
+    assert sim.u.sync_node("c2", [3]) == 1
+    assert sim.u.synced and sim.u.sync_node("c2", [3]) == 0  # only once
+    sim.run()
+    assert sorted(sim.sw.r2_log()[1:]) == [(DELETE_STRICT, 2), (DELETE_STRICT, 4)]
+    assert sim.sw.r2 == sim.u.installed == {1: 11, 3: 12, 5: 11}
+    assert sim.u.book.refcount(5, "c1") == 1
+
+
+def test_withdrawn_node_counts_as_synced_and_its_rules_go():
+    sim = Sim(rate=100.0, connect=False, statics=[])
+    sim.u.expect_sync(["c1", "c2"])
+    sim.sw.r2 = {1: 11, 2: 12}
+    sim.u.switch_connected(dict(sim.sw.r2))
+    sim.u.sync_node("c1", [1])
+    sim.u.withdraw("c2")
+    assert sim.u.synced
+    sim.run()
+    assert [(fm.command, fm.out_port) for _, fm in sim.sw.log] == [(DELETE, 12)]
+    assert sim.sw.r2 == sim.u.installed == {1: 11}
+
+
+def test_rule_on_switch_for_a_down_node_is_withdrawn_again_on_reconnect():
+    sim = Sim(rate=100.0, statics=[])
+    sim.u.withdraw("c2")
+    sim.run()
+    assert sim.u.pop_withdrawn() == ["c2"]
+    sim.u.switch_disconnected()
+    sim.sw.r2 = {7: 12, 8: 11}  # what the switch shows after the reconnect
+    sim.u.switch_connected(dict(sim.sw.r2))
+    sim.sw.log.clear()
+    sim.run()
+    log = [(fm.command, fm.out_port) for _, fm in sim.sw.log]
+    assert log[0] == (DELETE, 12)
+    assert sim.sw.r2 == sim.u.installed == {}  # 8 nobody wants: deleted (all nodes synced)
+
+
+def test_sync_touched_hashes_follow_the_nodes_own_requests():
+    sim = Sim(rate=100.0, connect=False, statics=[])
+    sim.u.expect_sync(["c1", "c2"])
+    sim.sw.r2 = {1: 11, 2: 11}
+    sim.u.switch_connected(dict(sim.sw.r2))
+    sim.remove([1])    # c1 evicted key 1 while its ListKeys was in flight (ListKeys still had it)
+    sim.add([3])       # and admitted 3 (ListKeys may or may not have it)
+    sim.u.sync_node("c1", [1, 2, 3])
+    sim.u.sync_node("c2", [])
+    assert sim.u.book.refcount(1, "c1") == 0 and sim.u.book.refcount(3, "c1") == 1
+    sim.run()
+    assert sim.sw.r2 == {2: 11, 3: 11}
+
+
+def test_synced_reference_absorbs_the_nodes_resent_add():
+    sim = Sim(rate=100.0, connect=False, statics=[])
+    sim.u.expect_sync(["c1", "c2"])
+    sim.sw.r2 = {1: 11}
+    sim.u.switch_connected(dict(sim.sw.r2))
+    sim.u.sync_node("c1", [1])
+    sim.u.sync_node("c2", [])
+    res = sim.add([1])  # the cache node resends an add that failed while the controller was down
+    assert res.accepted == 1 and sim.u.book.refcount(1, "c1") == 1
+    sim.add([1])        # a second key with the same hash: counted
+    assert sim.u.book.refcount(1, "c1") == 2
+    sim.remove([1])
+    sim.remove([1])
+    sim.run()
+    assert sim.sw.r2 == {} and len(sim.u.book) == 0
