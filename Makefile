@@ -5,7 +5,7 @@ BUILD ?= build
 PY := .venv/bin/python
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo clean
+.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo chaos clean
 
 all: build
 
@@ -42,6 +42,12 @@ bench: build
 
 demo: build
 	@.venv/bin/exo demo
+
+# Fault-injection campaign on a Mininet cluster, every history checked for linearizability
+# (docs/chaos.md). Writes results/chaos.json. REPEATS=1 for a short one (make test runs that).
+chaos: build
+	@mkdir -p results
+	@$(PY) -m exo_chaos.campaign --repeats $${REPEATS:-3} --out results/chaos.json
 
 clean:
 	rm -rf $(BUILD) results run

@@ -79,7 +79,7 @@ class Client:
 
     def __init__(self, iface: str, *, timeout: float = 0.25, retries: int = 4, mtu: int = 1500,
                  udp_port: int = 7777, service_ip: str = "10.0.0.254", window: int = 32,
-                 client_id: Optional[int] = None, io=None, history=None, name: str = ""):
+                 client_id: Optional[int] = None, io=None, history=None, history_name: str = ""):
         self.io = io if io is not None else RawIO(iface)  # io: tests pass a fake
         self.timeout = timeout
         self.retries = retries
@@ -91,7 +91,7 @@ class Client:
         self._seq = 0
         # history: an exoskeleton.history.History; every request's invoke and outcome go in it.
         self.history = history
-        self.name = name or f"{self.client_id:08x}"
+        self.name = history_name or f"{self.client_id:08x}"
         self.stats = {"sent": 0, "resent": 0, "replies": 0, "stray_replies": 0, "timeouts": 0,
                       "busy_retries": 0}
 

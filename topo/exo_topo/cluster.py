@@ -77,8 +77,8 @@ class EmulatedCluster:
         cfg_path = self.config_path or self._write_yaml()
         self._started_ovs = ovs.ensure_running()
         ovs.delete_bridge(self.cfg.switch.bridge)  # a crashed earlier run may have left it
-        self.controller_proc = self._spawn(
-            None, "controller", [sys.executable, "-m", "exo_controller", "--config", str(cfg_path)])
+        self._controller_cmd = [sys.executable, "-m", "exo_controller", "--config", str(cfg_path)]
+        self.controller_proc = self._spawn(None, "controller", self._controller_cmd)
         self._wait_for(self._controller_ok, "controller gRPC")
         self.net = Mininet(
             topo=ExoTopo(self.cfg),
@@ -166,6 +166,44 @@ class EmulatedCluster:
         proc = self.node_procs.pop(name)
         proc.send_signal(sig)
         proc.wait(timeout=10)
+
+    def restart_node(self, name: str, wait: bool = True) -> None:
+        """Start a node killed by kill_node again, with the same command line (a db node keeps
+        its data_dir; a cache node comes back empty). wait: until its gRPC Stats answers."""
+        if name in self.node_procs:
+            raise RuntimeError(f"{name} is still running")
+        is_db = any(n.name == name for n in self.cfg.db_nodes)
+        self._spawn_node(name, "db-node/exo-db-node" if is_db else "cache-node/exo-cache-node")
+        if wait:
+            self._wait_for(lambda: self._stats_ok(name), f"{name} ready again")
+
+    def kill_controller(self, sig: int = signal.SIGKILL) -> None:
+        """The switch (fail mode secure) keeps forwarding with the flows it has."""
+        assert self.controller_proc is not None, "controller is not running"
+        self.controller_proc.send_signal(sig)
+        self.controller_proc.wait(timeout=10)
+        self.controller_proc = None
+
+    def restart_controller(self, wait: bool = True) -> None:
+        """Start the controller again; wait: until the switch is connected and programmed."""
+        if self.controller_proc is not None:
+            raise RuntimeError("the controller is still running")
+        self.controller_proc = self._spawn(None, "controller", self._controller_cmd)
+        if wait:
+            self._wait_for(self._controller_ok, "controller gRPC again")
+            self._wait_for(self._switch_ready, "switch reconnected to the restarted controller")
+
+    def set_netem(self, host: str, spec: str) -> None:
+        """Impair the egress of `host`'s interface with tc netem, e.g. "loss 5% delay 2ms 1ms",
+        "duplicate 5%", "delay 5ms reorder 25%". Removed by clear_netem (and with the host)."""
+        intf = self.host(host).defaultIntf()
+        out = self.host(host).cmd(f"tc qdisc replace dev {intf} root netem {spec} 2>&1; echo rc=$?")
+        if not out.strip().endswith("rc=0"):
+            raise RuntimeError(f"tc netem on {host}-{intf} ({spec}) failed: {out.strip()}")
+
+    def clear_netem(self, host: str) -> None:
+        intf = self.host(host).defaultIntf()
+        self.host(host).cmd(f"tc qdisc del dev {intf} root 2>/dev/null")
 
     # ---- internals ----
     def _check_binaries(self) -> None:
