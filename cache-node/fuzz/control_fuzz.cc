@@ -25,11 +25,10 @@
       std::abort();                                            \
     }                                                          \
   } while (0)
-#include <google/protobuf/stubs/logging.h>
-
 #include "../tests/fake_peers.h"
 #include "control_service.h"
 #include "fill/filler.h"
+#include "fuzz/fuzz_util.h"
 #include "log.h"
 #include "request_handler.h"
 #include "wire.h"
@@ -60,12 +59,7 @@ enum Op : uint8_t {
 
 constexpr size_t kCapacity = 4;  // filler selection; the map holds twice as many
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
+using exo::fuzz::check;
 
 exo::Cluster make_cluster() {
   exo::Cluster c;
@@ -262,32 +256,22 @@ struct World {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // Quiet: our warnings (failed peers) and protobuf's (invalid UTF-8 in a string field).
-  static const bool quiet = [] {
-    google::protobuf::SetLogHandler(nullptr);
-    return exo::set_log_level("error");
-  }();
-  (void)quiet;
+  exo::fuzz::quiet_logs();
   World w;
   bool defer_next = false;
-  for (int steps = 0; size >= 3 && steps < 64; ++steps) {
-    const uint8_t op = data[0] % kNumOps;
-    const size_t len = std::min<size_t>(size - 3, size_t{data[1]} << 8 | data[2]);
-    std::string bytes(reinterpret_cast<const char*>(data + 3), len);
-    data += 3 + len;
-    size -= 3 + len;
+  exo::fuzz::for_each_record(data, size, kNumOps, 64, [&](uint8_t op, std::string bytes) {
     if (op == kDuringNextFetch) {
       defer_next = true;
-      continue;
+      return;
     }
     if (defer_next) {
       // Runs once, inside the next FETCH (of the Cache RPC or the filler), like a concurrent RPC.
       defer_next = false;
       w.fetch_step.emplace(op, std::move(bytes));
-      continue;
+      return;
     }
     w.run(op, bytes);
     w.invariants();
-  }
+  });
   return 0;
 }

@@ -10,8 +10,6 @@
 // Checked after every step: the replies match the requests, every key marked in memory is
 // marked on disk for the same cache node, an evicted key is no longer held by the evicting
 // node, and a forgotten cache node holds nothing and has no decision pending.
-#include <google/protobuf/stubs/logging.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +19,7 @@
 
 #include "../tests/test_util.h"
 #include "control_service.h"
+#include "fuzz/fuzz_util.h"
 #include "log.h"
 
 using namespace exo::db;
@@ -40,12 +39,7 @@ enum Op : uint8_t {
   kNumOps
 };
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
+using exo::fuzz::check;
 
 struct World {
   FakeNode node;
@@ -201,21 +195,11 @@ struct World {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // Quiet: our warnings (injected failures) and protobuf's (invalid UTF-8 in a string field).
-  static const bool quiet = [] {
-    google::protobuf::SetLogHandler(nullptr);
-    return exo::set_log_level("error");
-  }();
-  (void)quiet;
+  exo::fuzz::quiet_logs();
   World w;
-  for (int steps = 0; size >= 3 && steps < 32; ++steps) {
-    const uint8_t op = data[0] % kNumOps;
-    const size_t len = std::min<size_t>(size - 3, size_t{data[1]} << 8 | data[2]);
-    const std::string bytes(reinterpret_cast<const char*>(data + 3), len);
-    data += 3 + len;
-    size -= 3 + len;
+  exo::fuzz::for_each_record(data, size, kNumOps, 32, [&](uint8_t op, const std::string& bytes) {
     w.run(op, bytes);
     w.invariants();
-  }
+  });
   return 0;
 }
