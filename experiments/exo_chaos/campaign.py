@@ -151,7 +151,7 @@ def summarize(ops, events, final, node_stats, ctl_stats, netem: bool) -> dict:
             value = ev.get("programmed_s")
         else:
             value = ev["throughput_recovery_s"]
-        recovery.setdefault(ev["kind"], []).append(value)
+        recovery.setdefault(ev["kind"], []).append(None if value is None else round(value, 3))
         in_window = [o for o in op_dicts
                      if ev["inject_ns"] <= o["invoke_ns"] <= ev["heal_ns"] + 2_000_000_000]
         ev["ops_in_window"] = len(in_window)
@@ -159,6 +159,9 @@ def summarize(ops, events, final, node_stats, ctl_stats, netem: bool) -> dict:
     t0 = min(o["invoke_ns"] for o in op_dicts)
     for ev in events:
         ev["t_s"] = round((ev["inject_ns"] - t0) / 1e9, 2)
+        for k, v in ev.items():
+            if isinstance(v, float):
+                ev[k] = round(v, 3)
     return {
         "ops": len(op_dicts),
         "histories_checked": check.keys_checked,
