@@ -206,68 +206,16 @@ def test_small_wide_history_is_decided_within_budget():
 
 # ---- randomized: a real linearizable simulation, then one read made stale ----
 
-def simulate(seed, n_ops, n_clients=4, keys=(b"x", b"y")):
-    """Each client runs ops one after another; each op takes effect at a random instant of its
-    interval (unknown writes: at a random later instant, or never; failed ops: never)."""
-    rng = random.Random(seed)
-    now = [0.0] * n_clients
-    effects, ops = [], []
-    for i in range(n_ops):
-        c = rng.randrange(n_clients)
-        t0 = now[c] + rng.uniform(0, 0.5)
-        t1 = t0 + rng.uniform(0.01, 1.0)
-        now[c] = t1
-        kind = rng.choices(["get", "put", "delete"], [5, 4, 1])[0]
-        d = o(kind, f"c{c}-{i}" if kind == "put" else None, t0, t1, key=rng.choice(keys),
-              client=f"c{c}")
-        r = rng.random()
-        if r < 0.04:
-            d.update(outcome="fail", result=None)
-        elif r < 0.08 and kind != "get":
-            d.update(outcome="unknown", complete_ns=None)
-            if rng.random() < 0.5:
-                effects.append((rng.uniform(t0, t1 + 3), i))
-        else:
-            effects.append((rng.uniform(t0, t1), i))
-        ops.append(d)
-    state = {}
-    for _, i in sorted(effects):
-        d = ops[i]
-        if d["op"] == "get":
-            d["result"] = state.get(d["key"])
-        elif d["op"] == "put":
-            state[d["key"]] = d["value"]
-        else:
-            state.pop(d["key"], None)
-    return ops
-
-
-def stale(ops, rng):
-    """Change one successful read to the value of an acknowledged put w that was followed by an
-    acknowledged write w2 (w done before w2 began) that completed before the read began."""
-    reads = [i for i, d in enumerate(ops) if d["op"] == "get" and d["outcome"] == "ok"]
-    rng.shuffle(reads)
-    for i in reads:
-        r = ops[i]
-        acked = [d for d in ops if d["key"] == r["key"] and d["op"] != "get" and d["outcome"] == "ok"]
-        for w2 in acked:
-            if w2["complete_ns"] >= r["invoke_ns"]:
-                continue
-            ws = [w for w in acked if w["op"] == "put" and w["complete_ns"] < w2["invoke_ns"]]
-            if ws:
-                out = [dict(d) for d in ops]
-                out[i]["result"] = rng.choice(ws)["value"]
-                return out, r
-    raise AssertionError("nothing to make stale")
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_random_linearizable_simulation_passes_and_a_stale_read_fails(seed):
-    ops = simulate(seed, 1200)
+    # The module's own generators (the self-test uses them too): one linearizable history,
+    # then the same with one read made certainly stale.
+    ops = lin.simulate(seed, 1200, keys=(b"x", b"y"))
     r = check_history(ops)
     assert r.ok, [lin.explain_text(v) for v in r.violations]
     assert r.keys_checked == 2 and r.ops == 1200
-    bad, read = stale(ops, random.Random(seed))
+    bad = lin.make_stale(ops, seed)
+    (read,) = [b for a, b in zip(ops, bad) if a["result"] != b["result"]]
     r = check_history(bad)
     assert len(r.violations) == 1 and r.budget_exceeded == []
     assert r.violations[0]["key"] == read["key"].decode()
