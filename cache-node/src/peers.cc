@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 
+#include "grpc_channel.h"
 #include "lru_map.h"
 
 namespace exo::cache {
@@ -62,7 +63,7 @@ exo::DbNode::Stub& GrpcPeers::db_stub(uint32_t index) {
   auto& s = db_stubs_.at(index);
   if (!s)
     s = exo::DbNode::NewStub(
-        grpc::CreateChannel(cluster_.db_nodes[index].grpc, grpc::InsecureChannelCredentials()));
+        exo::make_channel(cluster_.db_nodes[index].grpc));
   return *s;
 }
 
@@ -70,7 +71,7 @@ exo::Controller::Stub& GrpcPeers::controller_stub() {
   std::lock_guard lock(mu_);
   if (!controller_)
     controller_ = exo::Controller::NewStub(
-        grpc::CreateChannel(cluster_.controller_grpc, grpc::InsecureChannelCredentials()));
+        exo::make_channel(cluster_.controller_grpc));
   return *controller_;
 }
 

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "exoproto/control.grpc.pb.h"
+#include "grpc_channel.h"
 
 namespace exo::db {
 
@@ -39,15 +40,9 @@ GrpcPropagator::Peer* GrpcPropagator::peer(const std::string& cache_node, std::s
   }
   Peer* p = it->second.get();
   std::call_once(p->once, [p] {
-    // Creating a channel does not connect; the first RPC does (and fails fast on its
-    // deadline). gRPC's default reconnect backoff starts at 1 s and grows to 120 s: after a
-    // cache node restart, RPCs would fail for up to two minutes without even trying. Pending
-    // writes of its keys answer BUSY until the resolver gets through, so retry often.
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    p->channel = grpc::CreateCustomChannel(p->address, grpc::InsecureChannelCredentials(), args);
+    // Fast reconnects (grpc_channel.h): pending writes of a restarted cache node's keys answer
+    // BUSY until the resolver gets through.
+    p->channel = exo::make_channel(p->address);
     p->stub = exo::CacheNode::NewStub(p->channel);
   });
   return p;

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "exoproto/control.grpc.pb.h"
+#include "grpc_channel.h"
 #include "log.h"
 
 namespace exo::db {
@@ -20,7 +21,7 @@ GrpcReportSink::~GrpcReportSink() = default;
 bool GrpcReportSink::send(const exo::ReportRequest& report, std::string* error) {
   if (!peer_) {
     peer_ = std::make_unique<Peer>();
-    peer_->channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+    peer_->channel = exo::make_channel(address_);
     peer_->stub = exo::CacheNode::NewStub(peer_->channel);
   }
   exo::ReportReply reply;
