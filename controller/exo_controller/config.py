@@ -85,6 +85,16 @@ class CacheFillSection(_Strict):
     max_fetch_batch: int = Field(256, ge=1, description="Keys fetched per selection round (bounds a round's duration).")
 
 
+class EmulationSection(_Strict):
+    """The wimpy emulator (thesis 4.1.1): many rate-limited db nodes in one DPDK process."""
+    value_size: int = Field(512, ge=0, le=8000, description="Bytes of the fixed value every emulated GET returns (thesis 4.2: 512).")
+    db_rate_limit_rps: float = Field(0.0, ge=0, description="Requests/s each emulated db node serves at most (its token bucket); the thesis's wimpies: 72,200. 0 = unlimited.")
+    lcores: str = Field("0", description="DPDK -l core list of the emulator process.")
+    burst: int = Field(32, ge=1, le=512, description="Packets per RX/TX burst.")
+    idle_sleep_us: int = Field(20, ge=0, description="Sleep after an empty burst; 0 = spin.")
+    eal_args: list[str] = Field(default_factory=list, description="Extra DPDK EAL args.")
+
+
 class ControllerSection(_Strict):
     openflow_host: str = Field("127.0.0.1", description="Address the OpenFlow listener binds.")
     openflow_port: int = Field(6653, ge=1, le=65535, description="OpenFlow TCP port.")
@@ -138,6 +148,7 @@ class CacheNodeConfig(_Node):
     burst: int = Field(32, ge=1, le=512, description="Packets per RX/TX burst.")
     idle_sleep_us: int = Field(20, ge=0, description="Sleep after an empty burst; 0 = spin (deployment).")
     eal_args: list[str] = Field(default_factory=list, description="Extra DPDK EAL args (a NIC deployment puts -a PCI here).")
+    rate_limit_rps: float = Field(0.0, ge=0, description="Requests/s this node answers at most; frames beyond that are dropped and counted (rate_limited). 0 = unlimited (deployment). Scaled experiments set it to keep the thesis's cache : db capacity ratio (docs/figures.md).")
 
 
 class DbNodeConfig(_Node):
@@ -146,6 +157,7 @@ class DbNodeConfig(_Node):
     threads: int = Field(2, ge=1, le=64, description="Packet threads (one AF_PACKET socket each, fanout).")
     sync_writes: bool = Field(True, description="fsync the RocksDB WAL before acknowledging a write.")
     cache_node: Optional[str] = Field(None, description="Cache node serving this node's partitions; default round-robin.")
+    emulator: Optional[str] = Field(None, description="Name of the wimpy-emulator process that hosts this node (thesis 4.1.1; emulator/README.md) instead of an exo-db-node. Nodes with the same emulator share ip, switch_port and iface; each keeps its own mac, grpc and partitions.")
 
 
 class ClientConfig(_Node):
@@ -158,6 +170,7 @@ class ClusterConfig(_Strict):
     controller: ControllerSection = ControllerSection()
     hot_keys: HotKeysSection = HotKeysSection()
     cache_fill: CacheFillSection = CacheFillSection()
+    emulation: EmulationSection = EmulationSection()
     cache_nodes: list[CacheNodeConfig] = Field(default_factory=list)
     db_nodes: list[DbNodeConfig] = Field(min_length=1)
     clients: list[ClientConfig] = Field(default_factory=list)
@@ -168,13 +181,25 @@ class ClusterConfig(_Strict):
         nodes += [("db_nodes", i, n) for i, n in enumerate(self.db_nodes)]
         nodes += [("clients", i, n) for i, n in enumerate(self.clients)]
         for attr in ("name", "mac", "ip", "switch_port"):
-            seen: dict[Any, str] = {}
+            seen: dict[Any, tuple[str, Optional[str]]] = {}
             for section, i, n in nodes:
                 val = getattr(n, attr)
                 where = f"{section}[{i}].{attr}"
-                if val in seen:
-                    raise ValueError(f"{where}: {val!r} already used by {seen[val]}")
-                seen[val] = where
+                # Db nodes of one emulator process share its host's address and port.
+                group = getattr(n, "emulator", None) if attr in ("ip", "switch_port") else None
+                if val in seen and (group is None or seen[val][1] != group):
+                    raise ValueError(f"{where}: {val!r} already used by {seen[val][0]}")
+                seen.setdefault(val, (where, group))
+        hosts: dict[str, tuple] = {}
+        for i, d in enumerate(self.db_nodes):
+            if d.emulator is None:
+                continue
+            where = f"db_nodes[{i}]"
+            shape = (d.ip, d.switch_port, d.interface)
+            first = hosts.setdefault(d.emulator, (where, shape))
+            if first[1] != shape:
+                raise ValueError(f"{where}.emulator: nodes of emulator {d.emulator!r} must share ip, switch_port "
+                                 f"and iface with {first[0]}")
         cache_names = {c.name for c in self.cache_nodes}
         for i, d in enumerate(self.db_nodes):
             if d.cache_node is not None and d.cache_node not in cache_names:

@@ -6,7 +6,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from .config import (CacheFillSection, CacheNodeConfig, ClientConfig, ClusterSection, ControllerSection,
-                     DbNodeConfig, HotKeysSection, SwitchSection)
+                     DbNodeConfig, EmulationSection, HotKeysSection, SwitchSection)
 
 SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("cluster", ClusterSection, "Cluster-wide data-plane settings."),
@@ -16,6 +16,8 @@ SECTIONS: list[tuple[str, type[BaseModel], str]] = [
      "(docs/cache-fill.md)."),
     ("cache_fill", CacheFillSection, "Cache nodes: which keys to hold, chosen from REPORTs "
      "(docs/cache-fill.md)."),
+    ("emulation", EmulationSection, "The wimpy emulator (thesis 4.1.1; emulator/README.md): db nodes with "
+     "`emulator` set are served by one rate-limited DPDK process that answers a fixed value."),
     ("cache_nodes[]", CacheNodeConfig, "One entry per DPDK cache node."),
     ("db_nodes[]", DbNodeConfig, "One entry per RocksDB db node (at least one)."),
     ("clients[]", ClientConfig, "Client hosts (the emulation creates them; real clients need no entry)."),

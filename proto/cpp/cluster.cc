@@ -95,6 +95,17 @@ void load_cache_fill(const json& j, CacheFillConfig& f, const std::string& where
   if (f.max_fetch_batch == 0) throw ClusterError(where + ".max_fetch_batch: must be >= 1");
 }
 
+void load_emulation(const json& j, EmulationConfig& e, const std::string& where) {
+  e.value_size = field<uint32_t>(j, "value_size", where);
+  e.db_rate_limit_rps = field<double>(j, "db_rate_limit_rps", where);
+  e.lcores = field<std::string>(j, "lcores", where);
+  e.burst = field<uint32_t>(j, "burst", where);
+  e.idle_sleep_us = field<uint32_t>(j, "idle_sleep_us", where);
+  e.eal_args = field<std::vector<std::string>>(j, "eal_args", where);
+  if (e.db_rate_limit_rps < 0) throw ClusterError(where + ".db_rate_limit_rps: must be >= 0");
+  if (e.burst == 0) throw ClusterError(where + ".burst: must be >= 1");
+}
+
 }  // namespace
 
 Mac parse_mac(const std::string& s) {
@@ -163,6 +174,7 @@ Cluster parse_json(const json& j, const std::string& path) {
   // Optional (defaults in cluster.h): `exo config resolve` always writes them.
   if (j.contains("hot_keys")) load_hot_keys(j.at("hot_keys"), c.hot_keys, w + "hot_keys");
   if (j.contains("cache_fill")) load_cache_fill(j.at("cache_fill"), c.cache_fill, w + "cache_fill");
+  if (j.contains("emulation")) load_emulation(j.at("emulation"), c.emulation, w + "emulation");
 
   const json& caches = list_section(j, "cache_nodes", w);
   for (size_t i = 0; i < caches.size(); ++i) {
@@ -175,6 +187,9 @@ Cluster parse_json(const json& j, const std::string& path) {
     n.burst = field<uint32_t>(caches[i], "burst", where);
     n.idle_sleep_us = field<uint32_t>(caches[i], "idle_sleep_us", where);
     n.eal_args = field<std::vector<std::string>>(caches[i], "eal_args", where);
+    if (caches[i].contains("rate_limit_rps"))
+      n.rate_limit_rps = field<double>(caches[i], "rate_limit_rps", where);
+    if (n.rate_limit_rps < 0) throw ClusterError(where + ".rate_limit_rps: must be >= 0");
     c.cache_nodes.push_back(std::move(n));
   }
   const json& dbs = list_section(j, "db_nodes", w);
@@ -188,6 +203,8 @@ Cluster parse_json(const json& j, const std::string& path) {
     n.sync_writes = field<bool>(dbs[i], "sync_writes", where);
     if (dbs[i].contains("cache_node") && !dbs[i].at("cache_node").is_null())
       n.cache_node = field<std::string>(dbs[i], "cache_node", where);
+    if (dbs[i].contains("emulator") && !dbs[i].at("emulator").is_null())
+      n.emulator = field<std::string>(dbs[i], "emulator", where);
     c.db_nodes.push_back(std::move(n));
   }
   const json& clients = list_section(j, "clients", w);

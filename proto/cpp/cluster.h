@@ -33,6 +33,7 @@ struct CacheNodeInfo : NodeInfo {
   uint32_t burst = 32;
   uint32_t idle_sleep_us = 20;
   std::vector<std::string> eal_args;
+  double rate_limit_rps = 0;  // 0 = unlimited; scaled experiments cap the cache node
 };
 
 struct DbNodeInfo : NodeInfo {
@@ -41,6 +42,17 @@ struct DbNodeInfo : NodeInfo {
   uint32_t threads = 1;
   bool sync_writes = true;
   std::string cache_node;  // may be empty (no cache nodes)
+  std::string emulator;    // empty: a real exo-db-node; else the emulator process hosting it
+};
+
+// emulation section: the wimpy emulator (thesis 4.1.1), many db nodes in one DPDK process.
+struct EmulationConfig {
+  uint32_t value_size = 512;
+  double db_rate_limit_rps = 0;  // per emulated node; 0 = unlimited
+  std::string lcores = "0";
+  uint32_t burst = 32;
+  uint32_t idle_sleep_us = 20;
+  std::vector<std::string> eal_args;
 };
 
 // hot_keys section: db nodes' sampled Space-Saving detector and REPORTs (docs/cache-fill.md).
@@ -75,6 +87,7 @@ struct Cluster {
   std::string controller_grpc;
   HotKeysConfig hot_keys;
   CacheFillConfig cache_fill;
+  EmulationConfig emulation;
   std::vector<CacheNodeInfo> cache_nodes;
   std::vector<DbNodeInfo> db_nodes;
   std::vector<NodeInfo> clients;

@@ -137,3 +137,50 @@ def test_partitions_stable_when_adding_db_node(cluster_dict):
     after = parse_config(cluster_dict).partitions()
     moved = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
     assert moved and all(after[i] == "db4" for i in moved)  # consistent hashing: only to the new node
+
+
+def _emulated(cluster_dict, emulator="emu0"):
+    """db_nodes[0] and [1] hosted by one wimpy emulator: same ip, port and iface."""
+    d0, d1 = cluster_dict["db_nodes"][0], cluster_dict["db_nodes"][1]
+    for d in (d0, d1):
+        d.update(emulator=emulator, ip=d0["ip"], switch_port=d0["switch_port"], iface="emu0-eth0")
+    return cluster_dict
+
+
+def test_emulated_db_nodes_share_host(cluster_dict):
+    cfg = parse_config(_emulated(cluster_dict))
+    assert [d.emulator for d in cfg.db_nodes[:2]] == ["emu0", "emu0"]
+    assert cfg.db_nodes[0].switch_port == cfg.db_nodes[1].switch_port
+    assert cfg.emulation.value_size == 512 and cfg.emulation.db_rate_limit_rps == 0
+    assert cfg.cache_nodes[0].rate_limit_rps == 0
+
+
+def test_emulated_nodes_still_need_own_mac(cluster_dict):
+    _emulated(cluster_dict)
+    cluster_dict["db_nodes"][1]["mac"] = cluster_dict["db_nodes"][0]["mac"]
+    assert "db_nodes[1].mac" in err(cluster_dict)
+
+
+def test_shared_port_needs_same_emulator(cluster_dict):
+    _emulated(cluster_dict)
+    cluster_dict["db_nodes"][1]["emulator"] = "emu1"  # another process cannot share the port
+    assert "db_nodes[1].ip" in err(cluster_dict)
+    cluster_dict["db_nodes"][1]["emulator"] = None
+    assert "db_nodes[1].ip" in err(cluster_dict)
+
+
+def test_emulator_nodes_must_share_iface(cluster_dict):
+    _emulated(cluster_dict)
+    cluster_dict["db_nodes"][1]["iface"] = "other-eth0"
+    msg = err(cluster_dict)
+    assert "db_nodes[1].emulator" in msg and "db_nodes[0]" in msg
+
+
+def test_emulation_section_is_strict(cluster_dict):
+    cluster_dict["emulation"] = {"value_size": 64, "db_rate_limit_rps": -1}
+    assert "emulation.db_rate_limit_rps" in err(cluster_dict)
+    cluster_dict["emulation"] = {"valuesize": 64}
+    assert "emulation.valuesize: unknown key" in err(cluster_dict)
+    cluster_dict["emulation"] = {}
+    cluster_dict["cache_nodes"][0]["rate_limit_rps"] = -5
+    assert "cache_nodes[0].rate_limit_rps" in err(cluster_dict)

@@ -138,3 +138,37 @@ TEST(Cluster, BadShapesAndNumbersAreClusterErrors) {
 }
 
 }  // namespace
+
+namespace {
+// Wimpy emulation: a db node may name its emulator process, the cache node may be capped, and
+// the emulation section carries the emulator's settings (absent: defaults, a real cluster).
+TEST(Cluster, EmulationFields) {
+  std::string text = kGood;
+  text.replace(text.find(R"("cache_node": "cache0"})"), 23,
+               R"("cache_node": "cache0", "emulator": "emu0"})");
+  text.replace(text.find(R"("eal_args": []})"), 15, R"("eal_args": [], "rate_limit_rps": 1500.5})");
+  text.replace(text.find(R"( "clients": [],)"), 15,
+               R"( "clients": [],
+ "emulation": {"value_size": 64, "db_rate_limit_rps": 250, "lcores": "1", "burst": 8,
+   "idle_sleep_us": 5, "eal_args": ["--no-pci"]},)");
+  auto c = exo::parse_cluster(text, "t.json");
+  EXPECT_EQ(c.db_nodes[0].emulator, "emu0");
+  EXPECT_EQ(c.db_nodes[1].emulator, "");
+  EXPECT_DOUBLE_EQ(c.cache_nodes[0].rate_limit_rps, 1500.5);
+  EXPECT_EQ(c.emulation.value_size, 64u);
+  EXPECT_DOUBLE_EQ(c.emulation.db_rate_limit_rps, 250);
+  EXPECT_EQ(c.emulation.eal_args, (std::vector<std::string>{"--no-pci"}));
+  auto d = exo::parse_cluster(kGood, "t.json");
+  EXPECT_DOUBLE_EQ(d.cache_nodes[0].rate_limit_rps, 0);
+  EXPECT_EQ(d.emulation.value_size, 512u);
+
+  std::string bad = text;
+  bad.replace(bad.find("\"db_rate_limit_rps\": 250"), 24, "\"db_rate_limit_rps\": -1");
+  try {
+    exo::parse_cluster(bad, "t.json");
+    FAIL() << "expected ClusterError";
+  } catch (const exo::ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("emulation.db_rate_limit_rps"), std::string::npos) << e.what();
+  }
+}
+}  // namespace
