@@ -51,6 +51,7 @@ class SwitchSection(_Strict):
     fast_add_fraction: float = Field(0.1, ge=0, lt=1, description="Share of C kept as the fast-add buffer: cache nodes together select at most C*(1-fraction) keys, so adds can run ahead of deferred deletes (docs/cache-fill.md).")
     partition_bits: int = Field(8, ge=1, le=12, description="Ruleset 3 has 2^bits wildcard rules (hash-space slots).")
     virtual_nodes: int = Field(64, ge=1, le=1024, description="Points per db node on the consistent-hash ring.")
+    max_partition_load: float = Field(0.0, ge=0, description="0: plain consistent hashing (few slots per node make it uneven). >= 1: bounded loads, no db node owns more than ceil(this x slots / nodes) slots; 1 balances exactly (controller/exo_controller/partitions.py).")
 
 
 class HotKeysSection(_Strict):
@@ -204,6 +205,8 @@ class ClusterConfig(_Strict):
         for i, d in enumerate(self.db_nodes):
             if d.cache_node is not None and d.cache_node not in cache_names:
                 raise ValueError(f"db_nodes[{i}].cache_node: no cache node named {d.cache_node!r}")
+        if 0 < self.switch.max_partition_load < 1:
+            raise ValueError("switch.max_partition_load: must be 0 (plain ring) or >= 1")
         selectable = sum(c.capacity for c in self.cache_nodes)
         steady = self.selectable_rules()
         if selectable > steady:
@@ -238,7 +241,7 @@ class ClusterConfig(_Strict):
     def partitions(self) -> list[str]:
         """slot -> owning db node name, for 2^partition_bits slots."""
         return partition_table([d.name for d in self.db_nodes], self.switch.partition_bits,
-                               self.switch.virtual_nodes)
+                               self.switch.virtual_nodes, self.switch.max_partition_load)
 
     def node(self, name: str) -> _Node:
         for n in [*self.cache_nodes, *self.db_nodes, *self.clients]:

@@ -184,3 +184,28 @@ def test_emulation_section_is_strict(cluster_dict):
     cluster_dict["emulation"] = {}
     cluster_dict["cache_nodes"][0]["rate_limit_rps"] = -5
     assert "cache_nodes[0].rate_limit_rps" in err(cluster_dict)
+
+
+def test_bounded_load_partitions_balance_exactly():
+    from collections import Counter
+    from exo_controller.partitions import partition_table
+    names = [f"db{i}" for i in range(32)]
+    plain = partition_table(names, 10, 64)
+    assert max(Counter(plain).values()) > 32  # the plain ring is uneven at this size
+    bounded = partition_table(names, 10, 64, max_load=1.0)
+    assert set(Counter(bounded).values()) == {32}
+    # Bounded loads moves only slots of full owners: most stay where the ring puts them.
+    assert sum(a != b for a, b in zip(plain, bounded)) < len(plain) // 5
+    assert partition_table(names, 10, 64, max_load=0) == plain
+    with pytest.raises(ValueError):
+        partition_table(names, 10, 64, max_load=0.5)
+
+
+def test_max_partition_load_in_config(cluster_dict):
+    cluster_dict["switch"]["max_partition_load"] = 0.5
+    assert "switch.max_partition_load" in err(cluster_dict)
+    cluster_dict["switch"]["max_partition_load"] = 1
+    cfg = parse_config(cluster_dict)
+    from collections import Counter
+    counts = Counter(cfg.partitions()).values()
+    assert max(counts) == 86  # ceil(256 slots / 3 nodes)

@@ -5,8 +5,9 @@
             c.set(b"k", b"v")
 
 Start order: OVS daemons (if not running), the controller (root namespace), Mininet hosts and
-the switch (which connects to the controller and gets Rulesets 1 and 3), then the db nodes and
-cache nodes inside their hosts. Teardown runs in reverse from `__exit__`, so an exception or
+the switch (which connects to the controller and gets Rulesets 1 and 3), then the db nodes (an
+exo-db-node each, or one exo-emulator per wimpy emulator hosting several) and cache nodes
+inside their hosts. Teardown runs in reverse from `__exit__`, so an exception or
 Ctrl-C (KeyboardInterrupt) still removes every process, host and bridge this started.
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .topology import ExoTopo
 
 log = logging.getLogger("exo.cluster")
 REPO = Path(__file__).resolve().parents[2]
+EMULATOR = "emulator/exo-emulator"  # relative to the build dir
 
 
 class ClusterStartError(RuntimeError):
@@ -92,7 +94,11 @@ class EmulatedCluster:
         self._set_mtu()
         self._wait_for(self._switch_ready, "switch connected with Rulesets 1 and 3")
         for node in self.cfg.db_nodes:
-            self._spawn_node(node.name, "db-node/exo-db-node")
+            if node.emulator is None:
+                self._spawn_node(node.name, "db-node/exo-db-node")
+        for emu in self.emulators():
+            cmd = [str(self.build_dir / EMULATOR), "--config", str(self.resolved), "--emulator", emu]
+            self.node_procs[emu] = self._spawn(emu, emu, cmd)
         for node in self.cfg.db_nodes:
             self._wait_for(lambda n=node.name: self._stats_ok(n), f"{node.name} ready")
         for node in self.cfg.cache_nodes:
@@ -140,6 +146,10 @@ class EmulatedCluster:
                 shell.kill()
                 shell.wait(timeout=5)
 
+    def emulators(self) -> list[str]:
+        """Names of the wimpy-emulator processes (and hosts) the config asks for."""
+        return sorted({d.emulator for d in self.cfg.db_nodes if d.emulator is not None})
+
     # ---- access ----
     def host(self, name: str):
         assert self.net is not None
@@ -172,6 +182,8 @@ class EmulatedCluster:
         its data_dir; a cache node comes back empty). wait: until its gRPC Stats answers."""
         if name in self.node_procs:
             raise RuntimeError(f"{name} is still running")
+        if name in self.emulators():
+            raise RuntimeError(f"{name} is an emulator: restart is not supported")
         is_db = any(n.name == name for n in self.cfg.db_nodes)
         self._spawn_node(name, "db-node/exo-db-node" if is_db else "cache-node/exo-cache-node")
         if wait:
@@ -207,7 +219,8 @@ class EmulatedCluster:
 
     # ---- internals ----
     def _check_binaries(self) -> None:
-        for rel in ("db-node/exo-db-node", "cache-node/exo-cache-node"):
+        for rel in ("db-node/exo-db-node", "cache-node/exo-cache-node",
+                    *([EMULATOR] if self.emulators() else [])):
             if not (self.build_dir / rel).exists():
                 raise ClusterStartError(f"{self.build_dir / rel} is missing: run `make build` first")
 

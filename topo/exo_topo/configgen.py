@@ -4,6 +4,10 @@ IPs, switch ports, gRPC unix sockets and RocksDB directories laid out under one 
 
 Address plan (kind = 1 cache, 2 db, 3 client; i counts from 1):
     MAC 02:00:00:00:<kind>:<i>    IP 10.0.<kind>.<i>/8    switch ports 1.. in the order cache, db, client
+
+With `emulator="emu0"` the db nodes are emulated wimpies (thesis 4.1.1) in one exo-emulator
+process on Mininet host emu0: they keep their own MACs and gRPC sockets but share db0's IP and
+switch port and the interface emu0-eth0.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ KIND = {"cache": 1, "db": 2, "client": 3}
 
 def emulation_config_dict(n_cache: int = 2, n_db: int = 4, n_clients: int = 2,
                           run_dir: str | Path = "/tmp/exo/demo", cache_capacity: int = 1000,
-                          **sections: Any) -> dict:
+                          emulator: str | None = None, **sections: Any) -> dict:
     run_dir = Path(run_dir)
     port = 0
 
@@ -39,6 +43,11 @@ def emulation_config_dict(n_cache: int = 2, n_db: int = 4, n_clients: int = 2,
         n = node("db", i)
         n.update(grpc=f"unix:{run_dir}/{n['name']}.sock", data_dir=str(run_dir / "data" / n["name"]),
                  threads=1, sync_writes=False)
+        if emulator is not None:
+            if dbs:  # one host: db0's address and port; this node's switch port stays unused
+                n.update(ip=dbs[0]["ip"], switch_port=dbs[0]["switch_port"])
+                port -= 1
+            n.update(emulator=emulator, iface=f"{emulator}-eth0")
         dbs.append(n)
     clients = [node("client", i) for i in range(n_clients)]
     cfg: dict = {
