@@ -5,7 +5,7 @@ BUILD ?= build
 PY := .venv/bin/python
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo chaos clean
+.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo chaos figures sim clean
 
 all: build
 
@@ -48,6 +48,17 @@ demo: build
 chaos: build
 	@mkdir -p results
 	@$(PY) -m exo_chaos.campaign --repeats $${REPEATS:-3} --out results/chaos.json
+
+# Thesis Chapter 4 (docs/figures.md): Figures 4.1-4.4 on a Mininet cluster of emulated wimpies
+# (results/fig4_N.json + .png, table of ours vs the thesis), then the same at the thesis's scale
+# and at 1,024 nodes in the simulator (results/sim/). QUICK=1: fewer points, under 10 minutes.
+figures: build
+	@mkdir -p results
+	@$(PY) -m exo_figures $(if $(QUICK),--quick) --out results
+	@$(PY) -m exo_sim $(if $(QUICK),--quick) --out results/sim
+
+sim: deps
+	@$(PY) -m exo_sim $(if $(QUICK),--quick) --out results/sim
 
 clean:
 	rm -rf $(BUILD) results run

@@ -1,0 +1,48 @@
+"""Figure 4.4 (thesis 4.3): throughput while the 50 hottest keys swap with 50 of the coldest
+every 50 s, the cache kept by the real loop (REPORT -> selection -> FETCH -> rules at R/s).
+
+The generator runs open loop at a fixed offered rate for the whole series, binned in 100 ms so
+a sub-second recovery is visible; the first swap comes after one swap period of warm-up, in
+which the loop fills the cache from nothing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from .recovery import recovery_times
+from .runner import Workload, loadgen_cmd, run_loadgen
+from .scale import THESIS, Scale
+
+BIN_MS = 100
+
+
+def run_dynamic(cl, scale: Scale, rate: float, swaps: int, out_dir: Path, alpha: float,
+                progress: Callable[[str], None]) -> dict:
+    every = THESIS["swap_every_s"]
+    duration = every * (swaps + 1)
+    wl = Workload(alpha=alpha, keys=scale.keys, swap_every_s=every, swap_count=THESIS["swap_keys"])
+    progress(f"offered {rate:.0f} req/s for {duration:.0f} s, swaps at "
+             f"{', '.join(str(every * (k + 1)) for k in range(swaps))} s")
+    out = out_dir / "fig4_4-loadgen.json"
+    rep = run_loadgen(cl, loadgen_cmd(cl, rate, duration, wl, out, scale, bin_ms=BIN_MS),
+                      timeout=duration + 120, log_name="loadgen-fig4_4")
+    bins = rep["seconds"]
+    bin_s = BIN_MS / 1000
+    t = [b["t"] for b in bins]
+    answered = [b["answered"] / bin_s for b in bins]
+    from_cache = [b["from_cache"] / bin_s for b in bins]
+    swap_at = [every * (k + 1) for k in range(swaps)]
+    rec = recovery_times(t, answered, swap_at, bin_s)
+    got = [r for r in rec if r is not None]
+    ctl = cl.stubs.controller_stats()
+    return {"offered_rps": rate, "alpha": alpha, "bin_s": bin_s, "swap_at_s": swap_at,
+            "swap_keys": THESIS["swap_keys"], "rule_updates_per_s": cl.cfg.switch.rule_update_rate,
+            "t": t, "answered_rps": [round(a, 1) for a in answered],
+            "from_cache_rps": [round(a, 1) for a in from_cache],
+            "recovery_s": rec,
+            "recovery_s_mean": round(sum(got) / len(got), 3) if got else None,
+            "recovery_s_max": max(got) if got else None,
+            "not_recovered": sum(r is None for r in rec),
+            "rule_updates_per_s_max": ctl.get("rule_updates_per_s_max"),
+            "totals": rep["totals"]}
