@@ -27,6 +27,12 @@ vectors = json.loads((root / "proto" / "wire_vectors.json").read_text())
 frames = [bytes.fromhex(v["frame_hex"]) for v in vectors["frames"] + vectors["malformed"]]
 seeds("wire_parse_fuzz", frames)
 seeds("db_request_handler_fuzz", frames)
+# emulator_fuzz (emulator/fuzz/emulator_fuzz.cc): [lane][time step][frame]; also the frames sent
+# to a hosted node's MAC (02:00:00:00:02:01) and seen with a hosted node's MAC as source.
+node_mac, other_mac = bytes.fromhex("020000000201"), bytes.fromhex("020000000202")
+seeds("emulator_fuzz", [bytes([i % 2, 3 + i % 200]) + f for i, f in enumerate(frames)]
+      + [bytes([1, 0]) + node_mac + f[6:] for f in frames[:8]]
+      + [bytes([0, 250]) + f[:6] + other_mac + f[12:] for f in frames[:4]])
 # request_handler_fuzz frames: [len][extra_cap/4][bytes]
 seeds("request_handler_fuzz", [bytes([len(f), 128]) + f for f in frames if len(f) < 256])
 

@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD:-build-sanitize}
-TESTS=(proto/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests)
+TESTS=(proto/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests
+       emulator/wimpy_emulator_tests)
 # path:short-run seconds
 FUZZERS=(
   proto/cpp/wire_parse_fuzz:20             # wire::parse
@@ -18,6 +19,7 @@ FUZZERS=(
   cache-node/eal_args_fuzz:10              # cache_nodes[].lcores -> EAL argv
   cache-node/control_fuzz:15               # the cache node's CacheNode RPC handlers + filler
   db-node/db_control_fuzz:15               # the db node's DbNode RPC handlers
+  emulator/emulator_fuzz:15                # the wimpy emulator's demux + rate limit + db handler
 )
 fuzz_path() { echo "${1%%:*}"; }
 

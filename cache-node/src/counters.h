@@ -19,7 +19,8 @@
   X(gets, "well-formed GET requests")                                                   \
   X(hits, "GETs answered from the map")                                                 \
   X(forwarded_misses, "GETs forwarded to the db node (not cached or pending a write)")  \
-  X(requests_served, "replies sent by this node")
+  X(requests_served, "replies sent by this node")                                      \
+  X(rate_limited, "frames dropped on arrival by cache_nodes[].rate_limit_rps (scaled experiments)")
 
 // Control-plane counters: bumped by gRPC handler threads, hence atomic.
 #define EXO_CP_COUNTERS(X)                                                                \

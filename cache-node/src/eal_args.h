@@ -1,4 +1,5 @@
-// Builds the DPDK EAL argv from the cluster config (pure function, unit-tested).
+// The cache node's DPDK EAL argv, built by the shared builder (proto/cpp/dpdk/eal_args.h, also
+// used by the wimpy emulator) from its cache_nodes[] entry. Pure function, unit-tested.
 #pragma once
 
 #include <cstddef>
@@ -7,19 +8,13 @@
 #include <vector>
 
 #include "cluster.h"
+#include "dpdk/eal_args.h"
 
 namespace exo::cache {
 
-// Largest lcore id accepted in a core list (DPDK's own RTE_MAX_LCORE is smaller, typically 128).
-inline constexpr unsigned kMaxLcoreId = 1023;
-
-// Number of lcores in a DPDK -l list such as "1", "0-3" or "0,2-3". Throws std::invalid_argument
-// (and nothing else) on a malformed list or a core id over kMaxLcoreId.
-size_t count_lcores(const std::string& list);
-
-// AF_PACKET ring frame size for the emulation vdev: the PMD default (2048) when a 14 + mtu frame
-// fits it with the tpacket header, else the next power of two (jumbo MTUs).
-size_t af_packet_framesz(uint32_t mtu);
+using exo::dpdk::af_packet_framesz;
+using exo::dpdk::count_lcores;
+using exo::dpdk::kMaxLcoreId;
 
 // argv[0] = prog, then: -l <lcores> --file-prefix exo-<name> --log-level=*:warning, then either
 //   the emulation default (cfg.eal_args empty): --no-huge -m 256 --no-pci

@@ -7,6 +7,7 @@
 #include <rte_prefetch.h>
 
 #include <array>
+#include <chrono>
 #include <stdexcept>
 
 namespace exo::cache {
@@ -59,6 +60,24 @@ void handle_burst(rte_mbuf** pkts, uint16_t n, LcoreState& ls, const LoopShared&
   }
 }
 
+// Frees the frames beyond this lcore's token budget (a capped node's RX queue overflowing),
+// keeping the admitted ones in order at the front of `pkts`. Returns how many remain.
+uint16_t apply_rate_limit(rte_mbuf** pkts, uint16_t n, LcoreState& ls) {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  const uint64_t now_ns =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+  uint16_t kept = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    if (ls.limiter->take(now_ns)) {
+      pkts[kept++] = pkts[i];
+    } else {
+      rte_pktmbuf_free(pkts[i]);
+      bump(ls.counters.rate_limited, 1);
+    }
+  }
+  return kept;
+}
+
 }  // namespace
 
 void init_lcore_state(LcoreState& ls, uint16_t port, uint32_t burst) {
@@ -85,7 +104,8 @@ int lcore_main(void* arg) {
       bump(ls.counters.tx_frames, rte_eth_tx_buffer_flush(sh.port, ls.queue, ls.tx_buffer));
       prev_tsc = now;
     }
-    const uint16_t n = rte_eth_rx_burst(sh.port, ls.queue, pkts.data(), burst);
+    uint16_t n = rte_eth_rx_burst(sh.port, ls.queue, pkts.data(), burst);
+    if (n > 0 && ls.limiter) n = apply_rate_limit(pkts.data(), n, ls);
     if (n == 0) {
       // Emulation shares 2 cores with OVS and other nodes: back off instead of spinning. Flush
       // first so buffered replies do not wait out the sleep.

@@ -11,6 +11,7 @@
 #include "cache_state.h"
 #include "counters.h"
 #include "request_handler.h"
+#include "token_bucket.h"
 
 namespace exo::cache {
 
@@ -20,6 +21,9 @@ struct alignas(RTE_CACHE_LINE_SIZE) LcoreState {
   unsigned lcore_id = 0;
   uint16_t queue = 0;
   rte_eth_dev_tx_buffer* tx_buffer = nullptr;
+  // This lcore's share of cache_nodes[].rate_limit_rps; null when unlimited. A scaled
+  // experiment caps the cache node to keep the thesis's cache : db capacity ratio.
+  TokenBucket* limiter = nullptr;
   DpCounters counters;
 };
 

@@ -10,10 +10,13 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstring>
 #include <future>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -83,6 +86,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
   unsigned lid;
   RTE_LCORE_FOREACH(lid) lcore_ids.push_back(lid);
   std::vector<LcoreState> lcores(RTE_MAX_LCORE);
+  std::vector<std::unique_ptr<exo::TokenBucket>> limiters;  // one per lcore when capped
 
   int rc = 0;
   Port port;
@@ -100,6 +104,14 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
       ls.lcore_id = lcore_ids[q];
       ls.queue = static_cast<uint16_t>(q);
       init_lcore_state(ls, port.id, self.burst);
+      if (self.rate_limit_rps > 0) {
+        // Each lcore gets an equal share; a burst of 1 ms of traffic (at least one RX burst)
+        // so the cap holds at millisecond scale, as a saturated node's queue would.
+        const double rate = self.rate_limit_rps / static_cast<double>(lcore_ids.size());
+        limiters.push_back(std::make_unique<exo::TokenBucket>(
+            rate, std::max<double>(self.burst, rate / 1000.0)));
+        ls.limiter = limiters.back().get();
+      }
     }
   } catch (const std::exception& e) {
     LOG_ERROR("%s", e.what());
@@ -152,10 +164,11 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
     g_quit = true;
     rc = 1;
   } else {
-    LOG_INFO("%s: port %u mac %s, %zu lcore(s), capacity %u, gRPC %s, cache_fill %s",
+    LOG_INFO("%s: port %u mac %s, %zu lcore(s), capacity %u, gRPC %s, cache_fill %s, rate limit %s",
              self.name.c_str(), port.id, exo::format_mac(self.mac.data()).c_str(),
              lcore_ids.size(), self.capacity, self.grpc.c_str(),
-             cluster.cache_fill.enabled ? "on" : "off");
+             cluster.cache_fill.enabled ? "on" : "off",
+             self.rate_limit_rps > 0 ? (std::to_string(self.rate_limit_rps) + " req/s").c_str() : "none");
     LoopShared shared;
     shared.port = port.id;
     shared.burst = self.burst;

@@ -105,6 +105,12 @@ grpc::Status ControlService::Stats(grpc::ServerContext*, const exo::StatsRequest
   exo::Counter* g = rep->add_counters();
   g->set_name("cached_keys");
   g->set_value(cached_.size());
+  if (extra_stats_)
+    for (const auto& [name, value] : extra_stats_()) {
+      exo::Counter* e = rep->add_counters();
+      e->set_name(name);
+      e->set_value(value);
+    }
   return grpc::Status::OK;
 }
 

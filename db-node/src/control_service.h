@@ -3,8 +3,12 @@
 // HotKeys (the REPORT the node would send).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cached_keys.h"
 #include "cluster.h"
@@ -49,6 +53,12 @@ class ControlService final : public exo::DbNode::Service {
   grpc::Status HotKeys(grpc::ServerContext* ctx, const exo::StatsRequest* req,
                        exo::ReportRequest* rep) override;
 
+  // Extra (name, value) pairs Stats appends after the node's own counters, e.g. the wimpy
+  // emulator's process-wide counters. Set before the server starts; the function must be
+  // thread-safe (Stats runs on gRPC threads).
+  using ExtraStats = std::function<std::vector<std::pair<std::string, uint64_t>>()>;
+  void set_extra_stats(ExtraStats fn) { extra_stats_ = std::move(fn); }
+
  private:
   const Cluster& cluster_;
   std::string node_name_;
@@ -58,6 +68,7 @@ class ControlService final : public exo::DbNode::Service {
   const CounterSet& all_;
   Counters& c_;
   Reporter* reporter_;
+  ExtraStats extra_stats_;
 };
 
 // Starts a gRPC server for `service` on `address` ("unix:/path", "unix:///path" or

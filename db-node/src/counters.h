@@ -45,7 +45,9 @@ namespace exo::db {
                       "Commit left to the resolver")                                        \
   X(txns_recovered, "undelivered Commit/Abort decisions found at start-up")                \
   X(resolver_pending, "gauge: Commit/Abort decisions the resolver still has to deliver")   \
-  X(resolver_resolved, "Commit/Abort decisions the resolver delivered (definitive answer)")
+  X(resolver_resolved, "Commit/Abort decisions the resolver delivered (definitive answer)") \
+  X(rate_limited, "requests the wimpy emulator dropped on arrival: over the node's "        \
+                  "emulation.db_rate_limit_rps (always 0 on a real db node)")
 
 struct CounterDesc {
   const char* name;

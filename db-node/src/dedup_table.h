@@ -48,6 +48,11 @@ class DedupTable {
   static constexpr uint64_t kTtlMs = 60'000;
   static constexpr size_t kStripes = 64;
 
+  // `ttl_ms`: how long records live (kTtlMs for a db node; the wimpy emulator keeps less, since
+  // 32 nodes' records at full write rate would otherwise cost hundreds of MB).
+  explicit DedupTable(uint64_t ttl_ms = kTtlMs) : ttl_ms_(ttl_ms) {}
+  uint64_t ttl_ms() const { return ttl_ms_; }
+
   // The status recorded for `id` if its record is still live at now_ms and is for the same
   // write (fingerprint); nullopt if the request was never applied (or long ago).
   std::optional<uint8_t> find(RequestId id, uint64_t fingerprint, uint64_t now_ms) const;
@@ -59,8 +64,8 @@ class DedupTable {
   void erase_expired(std::span<const RequestId> ids, uint64_t now_ms);
   size_t size() const;
 
-  static bool is_expired(const DedupRecord& r, uint64_t now_ms) {
-    return now_ms >= r.recorded_ms + kTtlMs;
+  bool is_expired(const DedupRecord& r, uint64_t now_ms) const {
+    return now_ms >= r.recorded_ms + ttl_ms_;
   }
 
  private:
@@ -73,6 +78,7 @@ class DedupTable {
   static size_t stripe_index(RequestId id) {
     return (id.packed() * 0x9E3779B97F4A7C15ull) >> 58;  // top 6 bits: 64 stripes
   }
+  uint64_t ttl_ms_;
   std::array<Stripe, kStripes> stripes_;
 };
 

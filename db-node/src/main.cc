@@ -18,21 +18,13 @@
 #include <thread>
 #include <vector>
 
-#include "cached_keys.h"
 #include "cluster.h"
-#include "control_service.h"
-#include "counters.h"
-#include "dedup_table.h"
-#include "hot_keys/hot_key_detector.h"
 #include "log.h"
+#include "node_parts.h"
 #include "packet_loop.h"
 #include "periodic.h"
-#include "propagator.h"
 #include "raw_socket.h"
 #include "recovery.h"
-#include "reporter.h"
-#include "request_handler.h"
-#include "resolver.h"
 #include "store.h"
 
 using namespace exo::db;
@@ -98,15 +90,19 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  CounterSet counters;
-  CachedKeys cached;
-  GrpcPropagator propagator(cluster);
-  DedupTable dedup;
-  Resolver resolver(*store, cached, propagator, counters.add_block());
+  // Every object of the node around the store (node_parts.h, shared with the wimpy emulator).
+  std::unique_ptr<NodeParts> parts =
+      NodeParts::build(cluster, static_cast<uint32_t>(self_index), *store, &err);
+  if (!parts) {
+    std::fprintf(stderr, "exo-db-node: %s\n", err.c_str());
+    return 2;
+  }
   // Before any thread can write or Fetch: the marks, dedup records and undelivered decisions
   // of the previous run must be in place first (docs/two-phase-commit.md).
   RecoveryReport rec;
-  if (const StoreResult r = recover(*store, cluster, cached, dedup, resolver, &rec); !r.ok()) {
+  if (const StoreResult r =
+          recover(*store, cluster, parts->cached, parts->dedup, parts->resolver, &rec);
+      !r.ok()) {
     std::fprintf(stderr, "exo-db-node: recovering %s: %s\n", self.data_dir.c_str(),
                  r.error.c_str());
     return 1;
@@ -132,61 +128,30 @@ int main(int argc, char** argv) {
     fds.push_back(fd);
   }
 
-  TxIdSource txids(TxIdSource::from_clock());
-  HotKeyDetector detector(cluster.hot_keys, exo::steady_ms());
-  const NodeContext ctx{cluster,   static_cast<uint32_t>(self_index), *store, cached, propagator,
-                        txids,     dedup,     resolver,  &detector};
-
-  // REPORTs go to the cache node serving this node's partitions; without one there is nobody
-  // to tell, but HotKeys still answers.
-  std::unique_ptr<GrpcReportSink> sink;
-  if (!self.cache_node.empty()) {
-    const exo::CacheNodeInfo* cache = cluster.find_cache(self.cache_node);
-    if (!cache) {
-      std::fprintf(stderr, "exo-db-node: db_nodes[%d].cache_node: no cache node named '%s'\n",
-                   self_index, self.cache_node.c_str());
-      close_fds();
-      return 2;
-    }
-    sink = std::make_unique<GrpcReportSink>(cache->grpc);
-  }
-  Reporter reporter(cluster.hot_keys, self.name, detector, counters, counters.add_block(),
-                    sink.get());
-
-  ControlService service(cluster, self.name, *store, cached, resolver, counters,
-                         counters.add_block(), &reporter);
-  std::unique_ptr<grpc::Server> server = start_control_server(self.grpc, service, &err);
-  if (!server) {
+  // The gRPC server, then the REPORT thread (a REPORT makes the cache node Fetch from us).
+  if (!parts->start(&err)) {
     std::fprintf(stderr, "exo-db-node: db_nodes[%d].grpc: %s\n", self_index, err.c_str());
     close_fds();
     return 1;
   }
-
-  reporter.start();  // after the server: a REPORT makes the cache node Fetch from us
-  PeriodicThread resolving(Resolver::kRetryInterval, [&resolver] { resolver.run_once(); });
+  NodeParts* p = parts.get();
+  PeriodicThread resolving(Resolver::kRetryInterval, [p] { p->resolve_once(); });
   // Every few seconds is plenty: a record lives kTtlMs (60 s); the sweep only bounds memory.
-  PeriodicThread sweeping(std::chrono::seconds(5), [&dedup, &store] {
-    std::string e;
-    sweep_dedup(dedup, *store, wall_clock_ms(), &e);
-    if (!e.empty()) LOG_WARN("dedup sweep: %s", e.c_str());
-  });
+  PeriodicThread sweeping(std::chrono::seconds(5), [p] { p->sweep_once(); });
   resolving.start();
   sweeping.start();
 
   std::atomic<bool> quit{false};
-  std::vector<std::unique_ptr<RequestHandler>> handlers;
   std::vector<std::thread> threads;
   for (int fd : fds) {
-    Counters& c = counters.add_block();
-    handlers.push_back(std::make_unique<RequestHandler>(ctx, c));
-    RequestHandler* h = handlers.back().get();
-    threads.emplace_back([fd, h, &c, &quit] { run_packet_loop(fd, *h, c, quit); });
+    const NodeLane lane = parts->add_lane();
+    threads.emplace_back([fd, lane, &quit] { run_packet_loop(fd, *lane.handler, *lane.counters, quit); });
   }
   LOG_INFO("%s serving on %s (%s, %u threads, udp %u), grpc %s, data %s, sync_writes=%s",
            self.name.c_str(), self.iface.c_str(), exo::format_mac(self.mac.data()).c_str(),
            self.threads, cluster.udp_port, self.grpc.c_str(), self.data_dir.c_str(),
            self.sync_writes ? "true" : "false");
-  if (sink)
+  if (parts->sink)
     LOG_INFO("hot keys: top_k %u, sample rate %g, %u x %u ms segments; REPORT to %s every %u ms",
              cluster.hot_keys.top_k, cluster.hot_keys.sample_rate, cluster.hot_keys.segments,
              cluster.hot_keys.segment_ms, self.cache_node.c_str(), cluster.hot_keys.report_interval_ms);
@@ -201,9 +166,8 @@ int main(int argc, char** argv) {
   close_fds();
   sweeping.stop();
   resolving.stop();  // undelivered decisions stay in the txlog for the next start
-  reporter.stop();  // before the server, the reverse of start-up
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-  server->Wait();
+  parts->stop();     // the REPORT thread, then the server: the reverse of start-up
+  parts.reset();     // every StoreTxn and handler gone before RocksDB closes
   const StoreResult closed = store->close();
   if (!closed.ok()) {
     LOG_ERROR("closing RocksDB: %s", closed.error.c_str());

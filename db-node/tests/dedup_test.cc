@@ -43,6 +43,19 @@ TEST(DedupTable, RecordsExpireAfterTheTtl) {
   EXPECT_TRUE(t.expired(kT0 + DedupTable::kTtlMs - 1).empty());
 }
 
+TEST(DedupTable, TheTtlCanBeShorter) {  // the wimpy emulator keeps records 10 s
+  DedupTable t(10'000);
+  EXPECT_EQ(t.ttl_ms(), 10'000u);
+  EXPECT_EQ(DedupTable().ttl_ms(), DedupTable::kTtlMs);
+  t.insert(RequestId{7, 1}, rec(42, kT0));
+  EXPECT_TRUE(t.find(RequestId{7, 1}, 42, kT0 + 9'999));
+  EXPECT_FALSE(t.find(RequestId{7, 1}, 42, kT0 + 10'000));
+  FakeStore store;
+  std::string err;
+  EXPECT_EQ(sweep_dedup(t, store, kT0 + 10'000, &err), 1u);
+  EXPECT_EQ(t.size(), 0u);
+}
+
 TEST(DedupTable, SweepDeletesExpiredRecordsFromDiskAndMemory) {
   DedupTable t;
   FakeStore store;

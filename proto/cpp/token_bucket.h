@@ -19,7 +19,7 @@
 #include <limits>
 #include <stdexcept>
 
-namespace exo::loadgen {
+namespace exo {
 
 class TokenBucket {
  public:
@@ -96,4 +96,4 @@ class TokenBucket {
   double spent_ = 0.0;  // tokens taken since the anchor, minus whole seconds' accrual moved out
 };
 
-}  // namespace exo::loadgen
+}  // namespace exo

@@ -1,13 +1,16 @@
-#include "port.h"
+#include "dpdk/port.h"
 
+#include <pthread.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "log.h"
 
-namespace exo::cache {
+namespace exo::dpdk {
 namespace {
 
 constexpr uint16_t kRxDesc = 1024, kTxDesc = 1024;
@@ -86,8 +89,20 @@ Port open_port(const PortConfig& cfg) {
 }
 
 void close_port(Port& port) {
-  rte_eth_dev_stop(port.id);
-  rte_eth_dev_close(port.id);
+  if (int rc = rte_eth_dev_stop(port.id); rc != 0) LOG_WARN("rte_eth_dev_stop: %s", rte_strerror(-rc));
+  if (int rc = rte_eth_dev_close(port.id); rc != 0) LOG_WARN("rte_eth_dev_close: %s", rte_strerror(-rc));
 }
 
-}  // namespace exo::cache
+void pin_to_non_lcore_cpus(const cpu_set_t& original, const std::vector<unsigned>& lcore_ids) {
+  cpu_set_t set = original;
+  for (unsigned id : lcore_ids) {
+    const rte_cpuset_t cpus = rte_lcore_cpuset(id);
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &cpus)) CPU_CLR(c, &set);
+  }
+  if (CPU_COUNT(&set) == 0) set = original;
+  if (int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set); rc != 0)
+    LOG_WARN("pthread_setaffinity_np: %s", std::strerror(rc));
+}
+
+}  // namespace exo::dpdk

@@ -1,0 +1,46 @@
+// Request frames for the TX loop, built once by the project's encoder (wire::build) as a GET
+// and a PUT template; per request only the parts that change are patched: the key bytes, the
+// destination MAC (prefix + 40-bit key hash) and the seq. Every key has the same length, so the
+// IPv4 total length and header checksum of a template hold for every request built from it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "keyhash.h"
+
+namespace exo::loadgen {
+
+// Where requests come from and go to (docs/wire-format.md).
+struct Endpoint {
+  Mac mac{};                // the client's MAC (Ethernet src)
+  uint32_t ip = 0;          // the client's IP, host order
+  uint16_t src_port = 0;    // UDP src port: replies come back to it
+  uint32_t service_ip = 0;  // IPv4 dst of every request, host order
+  uint16_t udp_port = 0;    // UDP dst port of every request
+};
+
+class RequestBuilder {
+ public:
+  // Throws std::invalid_argument naming the option when a frame would not fit 14 + mtu bytes
+  // or key_size is outside what key_name and the wire format allow.
+  RequestBuilder(const Endpoint& ep, uint32_t client_id, size_t key_size, size_t value_size,
+                 size_t mtu);
+
+  size_t frame_len(bool put) const { return put ? put_.size() : get_.size(); }
+  size_t max_frame_len() const { return put_.size(); }
+  size_t key_size() const { return key_size_; }
+
+  // Writes the GET (put = false) or PUT request for key id `key_id` with `seq` into `out`,
+  // which must hold frame_len(put) bytes. Returns the frame length.
+  size_t write(uint8_t* out, bool put, uint64_t key_id, uint32_t seq) const;
+
+ private:
+  std::vector<uint8_t> get_;
+  std::vector<uint8_t> put_;
+  size_t key_size_;
+};
+
+}  // namespace exo::loadgen
