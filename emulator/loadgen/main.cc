@@ -18,6 +18,7 @@
 #include "loadgen/clock.h"
 #include "loadgen/options.h"
 #include "loadgen/packet_socket.h"
+#include "loadgen/print_keys.h"
 #include "loadgen/receiver.h"
 #include "loadgen/report.h"
 #include "loadgen/request_builder.h"
@@ -51,6 +52,7 @@ int usage_error(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (int rc = 0; run_print_keys(std::vector<std::string>(argv, argv + argc), &rc)) return rc;
   Options o;
   const ParseResult parsed = parse_options(std::vector<std::string>(argv, argv + argc), &o);
   if (!parsed.run) {
@@ -106,10 +108,11 @@ int main(int argc, char** argv) {
   }
   SendRing ring(plan.window);
   const double drain_s = o.drain_ms / 1000.0;
-  const auto seconds = static_cast<uint64_t>(std::ceil(o.duration_s + drain_s)) + 2;
+  const double bin_s = o.bin_ms / 1000.0;
+  const auto bins = static_cast<uint64_t>(std::ceil((o.duration_s + drain_s) / bin_s)) + 2;
   const int64_t started_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                       std::chrono::system_clock::now().time_since_epoch()).count();
-  Series series(mono_ns(), seconds);
+  Series series(mono_ns(), bins, uint64_t{o.bin_ms} * 1'000'000ULL);
   ReplyHandler handler(plan.endpoint, plan.client_id, ring, series);
 
   SenderConfig sc;

@@ -64,6 +64,8 @@ ParseResult parse_options(const std::vector<std::string>& args, Options* o) {
       ->capture_default_str();
   app.add_option("--sndbuf", o->sndbuf, "TX socket buffer, bytes")->capture_default_str();
   app.add_option("--rcvbuf", o->rcvbuf, "RX socket buffer, bytes")->capture_default_str();
+  app.add_option("--bin-ms", o->bin_ms, "width of the series' bins, ms (100: sub-second recovery)")
+      ->capture_default_str();
   app.add_flag("--dry-run", o->dry_run, "open no socket: build and pace frames, discard them");
   app.add_flag("--quiet", o->quiet, "no per-second progress on stderr");
 
@@ -89,6 +91,7 @@ ParseResult parse_options(const std::vector<std::string>& args, Options* o) {
 std::string check_options(const Options& o) {
   if (!(o.rate > 0) || !std::isfinite(o.rate) || o.rate > 1e8)
     return "--rate: must be > 0 and <= 1e8 requests/s (got " + fmt(o.rate) + ")";
+  if (o.bin_ms < 10 || o.bin_ms > 60'000) return "--bin-ms: must be in 10..60000 (got " + std::to_string(o.bin_ms) + ")";
   if (!(o.duration_s > 0) || o.duration_s > kMaxDuration)
     return "--duration: must be > 0 and <= " + fmt(kMaxDuration) + " s (got " + fmt(o.duration_s) + ")";
   if (o.drain_ms > 600'000) return "--drain-ms: must be <= 600000";
@@ -162,7 +165,7 @@ nlohmann::json params_json(const Options& o, const RunPlan& p) {
       {"client_ip", ip(p.endpoint.ip)}, {"src_port", p.endpoint.src_port},
       {"service_ip", ip(p.endpoint.service_ip)}, {"udp_port", p.endpoint.udp_port},
       {"mtu", p.mtu},               {"rate", o.rate},
-      {"duration_s", o.duration_s}, {"drain_ms", o.drain_ms},
+      {"duration_s", o.duration_s}, {"drain_ms", o.drain_ms}, {"bin_ms", o.bin_ms},
       {"keys", o.keys},             {"alpha", o.alpha},
       {"swap_every_s", o.swap_every_s}, {"swap_count", o.swap_count},
       {"key_size", o.key_size},     {"value_size", o.value_size},

@@ -37,6 +37,7 @@ struct Options {
   uint16_t src_port = 0;   // 0: an ephemeral port
   uint32_t sndbuf = 4u << 20;
   uint32_t rcvbuf = 16u << 20;
+  uint32_t bin_ms = 1000;  // width of the series' bins
   bool dry_run = false;    // no sockets: frames are built, paced and discarded (a TX benchmark)
   bool quiet = false;      // no progress lines
 };

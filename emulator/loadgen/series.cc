@@ -18,12 +18,12 @@ double us(double ns) { return std::round(ns / 100.0) / 10.0; }  // 0.1 us resolu
 
 }  // namespace
 
-Series::Series(uint64_t start_ns, uint64_t seconds)
-    : start_ns_(start_ns), seconds_(std::make_unique<Second[]>(seconds < 1 ? 1 : seconds)),
-      n_(seconds < 1 ? 1 : seconds) {}
+Series::Series(uint64_t start_ns, uint64_t bins, uint64_t bin_ns)
+    : start_ns_(start_ns), bin_ns_(bin_ns < 1 ? kNsPerSec : bin_ns),
+      seconds_(std::make_unique<Second[]>(bins < 1 ? 1 : bins)), n_(bins < 1 ? 1 : bins) {}
 
 uint64_t Series::second_of(uint64_t ns) const {
-  const uint64_t t = ns > start_ns_ ? (ns - start_ns_) / kNsPerSec : 0;
+  const uint64_t t = ns > start_ns_ ? (ns - start_ns_) / bin_ns_ : 0;
   return t < n_ ? t : n_ - 1;
 }
 
@@ -58,7 +58,7 @@ std::vector<SecondRow> Series::rows() const {
   for (uint64_t t = 0; t <= last; ++t) {
     const Second& s = seconds_[t];
     SecondRow r;
-    r.t = t;
+    r.t = static_cast<double>(t * bin_ns_) / 1e9;
     r.sent = s.sent.load();
     r.answered = s.answered.load();
     r.lost = r.sent > r.answered ? r.sent - r.answered : 0;

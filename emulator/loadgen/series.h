@@ -1,5 +1,6 @@
-// The per-second time series of a run. Requests are booked to the second they were SENT in
-// (second t = [start + t s, start + (t+1) s)): sent by the TX thread; answered, from_cache,
+// The time series of a run, in bins of `bin_ns` (1 s by default; --bin-ms makes them finer, e.g.
+// 100 ms to see a sub-second recovery). Requests are booked to the bin they were SENT in
+// (bin i = [start + i bin, start + (i+1) bin)): sent by the TX thread; answered, from_cache,
 // not_found, errors and the latency histogram by the RX thread when the reply comes, so after
 // the drain `lost = sent - answered` is final for every second. `rx` is booked by ARRIVAL
 // second instead: replies received during that wall second (throughput as the client sees it).
@@ -17,7 +18,7 @@
 namespace exo::loadgen {
 
 struct SecondRow {
-  uint64_t t = 0;
+  double t = 0;  // bin start, seconds since the run's start
   uint64_t sent = 0, answered = 0, lost = 0, from_cache = 0, not_found = 0, errors = 0, rx = 0;
   // Latency of the second's answered requests, microseconds; empty when none was answered.
   std::optional<double> p50_us, p90_us, p99_us, p999_us;
@@ -25,8 +26,8 @@ struct SecondRow {
 
 class Series {
  public:
-  // Rows for `seconds` seconds from start_ns; later events go to the last row.
-  Series(uint64_t start_ns, uint64_t seconds);
+  // `bins` rows of bin_ns from start_ns; later events go to the last row.
+  Series(uint64_t start_ns, uint64_t bins, uint64_t bin_ns = 1'000'000'000ULL);
 
   uint64_t start_ns() const { return start_ns_; }
   uint64_t second_of(uint64_t ns) const;
@@ -52,6 +53,7 @@ class Series {
   };
 
   uint64_t start_ns_;
+  uint64_t bin_ns_;
   std::unique_ptr<Second[]> seconds_;
   uint64_t n_;
   std::atomic<uint64_t> sent_{0}, answered_{0};

@@ -115,3 +115,24 @@ TEST(Report, EmptyRunHasNullLatencies) {
 
 }  // namespace
 }  // namespace exo::loadgen
+
+namespace exo::loadgen {
+namespace {
+
+// --bin-ms 100: events land in 100 ms bins and rows carry the bin start in seconds.
+TEST(Series, FinerBins) {
+  constexpr uint64_t kStart = 3'000'000'000ULL, kMs = 1'000'000ULL;
+  Series s(kStart, 30, 100 * kMs);
+  s.on_sent(kStart + 50 * kMs, 2);    // bin 0
+  s.on_sent(kStart + 250 * kMs, 3);   // bin 2
+  s.on_reply(kStart + 250 * kMs, kStart + 260 * kMs, wire::kOk, wire::kFromCache);
+  const auto rows = s.rows();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(rows[2].t, 0.2);
+  EXPECT_EQ(rows[2].sent, 3u);
+  EXPECT_EQ(rows[2].from_cache, 1u);
+  EXPECT_EQ(rows[1].sent, 0u);
+}
+
+}  // namespace
+}  // namespace exo::loadgen
