@@ -71,6 +71,10 @@ def test_recovery_needs_the_level_held():
         ans[i] = 50.0
     ans[105] = 100.0  # one good bin inside the dip is not recovery
     assert recovery_times(t, ans, [10.0], bin_s) == [2.0]
+    # A bad bin just after (an OVS hiccup) counts by how much it lowers the mean of the next
+    # 0.5 s: here enough to delay recovery until it is out of the window.
+    ans[121] = 60.0
+    assert recovery_times(t, ans, [10.0], bin_s) == [2.2]
 
 
 def _point(thr, util):
