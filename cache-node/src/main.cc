@@ -30,6 +30,7 @@
 #include "lcore_loop.h"
 #include "log.h"
 #include "peers.h"
+#include "dpdk/process.h"
 #include "port.h"
 #include "unix_socket.h"
 
@@ -37,31 +38,7 @@ namespace {
 
 using namespace exo::cache;
 
-std::atomic<bool> g_quit{false};
-
-void on_signal(int) { g_quit.store(true); }
-
-void install_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-// The control thread should not compete with the lcores: run it (and the gRPC threads it spawns)
-// on the CPUs the process had before EAL pinned the main thread, minus the lcore CPUs when that
-// leaves any (in emulation the lcore may be the only CPU we have; then share it).
-void pin_control_thread(const cpu_set_t& original, const std::vector<unsigned>& lcore_ids) {
-  cpu_set_t set = original;
-  for (unsigned id : lcore_ids) {
-    const rte_cpuset_t cpus = rte_lcore_cpuset(id);
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &cpus)) CPU_CLR(c, &set);
-  }
-  if (CPU_COUNT(&set) == 0) set = original;
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
+std::atomic<bool>& g_quit = exo::dpdk::quit_flag();
 
 int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
         const std::vector<std::string>& extra) {
@@ -80,7 +57,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
     LOG_ERROR("rte_eal_init failed: %s", rte_strerror(rte_errno));
     return 1;
   }
-  install_signals();  // after EAL init, so ours win
+  exo::dpdk::install_quit_signals();  // after EAL init, so ours win
 
   std::vector<unsigned> lcore_ids;
   unsigned lid;
@@ -139,7 +116,8 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
   std::unique_ptr<grpc::Server> server;
   ControlService service(cluster, self.name, state, cp, peers, hot, sum_dp);
   std::thread control([&] {
-    pin_control_thread(original, lcore_ids);
+    // Not on the lcores' CPUs (it and the gRPC threads it spawns), unless that leaves none.
+    exo::dpdk::pin_to_non_lcore_cpus(original, lcore_ids);
     if (std::string e = exo::prepare_unix_socket(self.grpc); !e.empty()) {
       started.set_value("cache_nodes[].grpc: " + e);
       return;
@@ -194,14 +172,8 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
 
 int main(int argc, char** argv) {
   // Everything after `--` goes to EAL untouched; CLI11 sees only what comes before.
-  int our_argc = argc;
   std::vector<std::string> extra;
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--") == 0) {
-      our_argc = i;
-      extra.assign(argv + i + 1, argv + argc);
-      break;
-    }
+  const int our_argc = exo::dpdk::split_eal_extra(argc, argv, &extra);
 
   CLI::App app{"Exoskeleton DPDK cache node"};
   std::string cluster_path, name, level = "info";

@@ -93,7 +93,7 @@ class EmulationSection(_Strict):
     lcores: str = Field("0", description="DPDK -l core list of the emulator process.")
     burst: int = Field(32, ge=1, le=512, description="Packets per RX/TX burst.")
     idle_sleep_us: int = Field(20, ge=0, description="Sleep after an empty burst; 0 = spin.")
-    eal_args: list[str] = Field(default_factory=list, description="Extra DPDK EAL args.")
+    eal_args: list[str] = Field(default_factory=list, description="DPDK EAL args that replace the default AF_PACKET vdev on the shared interface (a NIC deployment puts -a PCI here), as for cache nodes.")
 
 
 class ControllerSection(_Strict):

@@ -25,6 +25,7 @@
 #include "cluster.h"
 #include "dpdk/eal_args.h"
 #include "dpdk/port.h"
+#include "dpdk/process.h"
 #include "emu_loop.h"
 #include "emulator.h"
 #include "log.h"
@@ -35,17 +36,7 @@ namespace {
 
 using namespace exo::emu;
 
-std::atomic<bool> g_quit{false};
-
-void on_signal(int) { g_quit.store(true); }
-
-void install_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
+std::atomic<bool>& g_quit = exo::dpdk::quit_flag();
 
 // Sleeps up to `d`, waking early on quit.
 void nap(std::chrono::milliseconds d) {
@@ -102,7 +93,7 @@ int run(const exo::Cluster& cluster, const std::string& name, std::unique_ptr<Em
     LOG_ERROR("rte_eal_init failed: %s", rte_strerror(rte_errno));
     return 1;
   }
-  install_signals();  // after EAL init, so ours win
+  exo::dpdk::install_quit_signals();  // after EAL init, so ours win
 
   std::vector<unsigned> lcore_ids;
   unsigned lid;
@@ -206,14 +197,8 @@ int run(const exo::Cluster& cluster, const std::string& name, std::unique_ptr<Em
 
 int main(int argc, char** argv) {
   // Everything after `--` goes to EAL untouched; CLI11 sees only what comes before.
-  int our_argc = argc;
   std::vector<std::string> extra;
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--") == 0) {
-      our_argc = i;
-      extra.assign(argv + i + 1, argv + argc);
-      break;
-    }
+  const int our_argc = exo::dpdk::split_eal_extra(argc, argv, &extra);
   CLI::App app{"Exoskeleton wimpy emulator: many rate-limited db nodes in one DPDK process"};
   std::string config_path, name, level = "info";
   app.add_option("--config,--cluster", config_path, "resolved cluster JSON (exo config resolve)")
