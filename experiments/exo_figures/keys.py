@@ -3,12 +3,9 @@ from __future__ import annotations
 
 import subprocess
 
+from exo_sim.common import alpha_key  # noqa: F401  (one definition for both result sets)
+
 from .runner import LOADGEN
-
-
-def alpha_key(alpha: float) -> str:
-    """JSON key of an alpha: "uniform" for 0, else its shortest form, e.g. "0.995"."""
-    return "uniform" if alpha == 0 else f"{alpha:g}"
 
 
 def hottest(cluster, k: int, key_size: int = 16, n_keys: int = 100_000_000) -> list[bytes]:

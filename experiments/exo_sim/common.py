@@ -96,5 +96,6 @@ def _json_default(o):
 
 
 def alpha_key(alpha: float) -> str:
-    """The JSON key of an alpha: '0' for uniform, else as written ('0.99', '0.995')."""
-    return "0" if alpha == 0 else f"{alpha:g}"
+    """The JSON key of an alpha: "uniform" for 0, else its shortest form ("0.99", "0.995").
+    The Mininet figures (exo_figures) use this same function, so both results key alike."""
+    return "uniform" if alpha == 0 else f"{alpha:g}"

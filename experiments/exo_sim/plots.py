@@ -27,7 +27,7 @@ def fig4_1(d: dict, ax_grid) -> None:
             ax = ax_grid[row][col]
             for a in d["alphas"]:
                 y = np.asarray(d["per_node"][a][system][rule]) / 1e3
-                ax.plot(np.arange(1, len(y) + 1), y, marker=".", label="uniform" if a == "0" else f"α={a}")
+                ax.plot(np.arange(1, len(y) + 1), y, marker=".", label=a if a == "uniform" else f"α={a}")
             ax.set_title(f"{'no cache' if system == 'no_cache' else 'cache of %d entries' % d['cache_entries']}, "
                          f"{RULE_TITLES[rule]}", fontsize=9)
             ax.set_xlabel("db node (sorted by throughput)")
@@ -42,7 +42,7 @@ def fig4_2(d: dict, axes) -> None:
     for ax, rule in zip(axes, ("loss5", "loss0")):
         for s in WITH_IDEAL:
             ax.plot(x, _mrps(d["series"][s][rule]), label=LABELS[s], **STYLE[s])
-        ax.set_xticks(x, ["uniform" if a == "0" else a for a in d["alphas"]], rotation=45, fontsize=8)
+        ax.set_xticks(x, list(d["alphas"]), rotation=45, fontsize=8)
         ax.set_title(RULE_TITLES[rule], fontsize=9)
         ax.set_xlabel("Zipf α")
         ax.set_ylabel("cluster throughput (M requests/s)")
