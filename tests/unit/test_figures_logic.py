@@ -89,6 +89,7 @@ def test_documents_carry_scale_and_gain_by_alpha_string():
     s = Scale()
     d1, d2 = documents.fig4_1(static, s, True), documents.fig4_2(static, s, True)
     assert d2["gain"] == {"uniform": 1.0, "0.995": 5.0}
+    assert d2["vs_thesis"]["0.995"]["met"] and d2["vs_thesis"]["0.995"]["ratio"] == 1.0
     assert d1["min_utilisation_cache_alpha_ge_0.99"] == 0.93
     for d in (d1, d2):
         assert d["scale"]["rate_factor"] == pytest.approx(250 / 72200, rel=1e-4)
