@@ -1,6 +1,7 @@
 """exo_sim's dynamic loop (REPORTs -> select_keys -> RuleUpdater -> switch) on a small cluster:
 it recovers from a hot-set swap, and the detector model reports what the traffic is."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -33,7 +34,8 @@ def test_detector_reports_steady_rates():
     assert list(reps[0][0]) == [0, 1]  # hottest first
 
 
-@pytest.mark.skipif(not selector.library_path().exists(), reason="needs exo_selector_capi (make build)")
+@pytest.mark.skipif(not selector.library_path().exists() and not os.environ.get("CI"),
+                    reason="needs exo_selector_capi (make build); under CI a missing library fails")
 def test_dynamic_loop_recovers_after_a_swap():
     scale = Scale(nodes=8, node_rps=20_000, n_keys=10**6, R=50)
     cfg = DynConfig(alpha=0.99, capacity=100, duration_s=20, swap_every_s=10, swap_keys=10,
