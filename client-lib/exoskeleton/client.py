@@ -66,7 +66,6 @@ class _InFlight:
     first_sent: float
     deadline: float
     attempts: int
-    hid: Optional[int] = None  # id in the history, when one is recorded
     busy: int = 0              # BUSY replies so far (each retried under a new seq)
     unsent: bool = False       # waiting out a BUSY backoff: send `frame` at `deadline`
 
@@ -75,12 +74,21 @@ class Client:
     """Talks to an Exoskeleton cluster through `iface` (needs CAP_NET_RAW).
 
     Not thread-safe: each call reads replies off the shared socket and drops those it did not
-    ask for, so two threads sharing a Client lose each other's replies. Use one per thread."""
+    ask for, so two threads sharing a Client lose each other's replies. Use one per thread.
+
+    `history=History(), history_name="client0"`: record every operation for the linearizability
+    checker. This only wraps `io` in exo_harness.recorder.RecordingIO (needs that package)."""
 
     def __init__(self, iface: str, *, timeout: float = 0.25, retries: int = 4, mtu: int = 1500,
                  udp_port: int = 7777, service_ip: str = "10.0.0.254", window: int = 32,
                  client_id: Optional[int] = None, io=None, history=None, history_name: str = ""):
         self.io = io if io is not None else RawIO(iface)  # io: tests pass a fake
+        if history is not None:
+            # A convenience kept for existing callers: recording is a wrapper around the I/O
+            # (exo_harness.recorder), not part of the client. Imported only here, so the client
+            # library does not depend on the harness.
+            from exo_harness.recorder import RecordingIO
+            self.io = RecordingIO(self.io, history, history_name)
         self.timeout = timeout
         self.retries = retries
         self.max_kv = wire.max_kv_bytes(mtu)
@@ -89,9 +97,6 @@ class Client:
         self.window = window
         self.client_id = client_id if client_id is not None else int.from_bytes(os.urandom(4), "big")
         self._seq = 0
-        # history: an exoskeleton.history.History; every request's invoke and outcome go in it.
-        self.history = history
-        self.name = history_name or f"{self.client_id:08x}"
         self.stats = {"sent": 0, "resent": 0, "replies": 0, "stray_replies": 0, "timeouts": 0,
                       "busy_retries": 0}
 
@@ -151,13 +156,9 @@ class Client:
                 self.check(req)
                 seq = self._next_seq()
                 frame = self._frame(req, seq)
-                hid = None
-                if self.history is not None:
-                    hid = self.history.invoke(OP_NAMES[req.op], req.key,
-                                              req.value if req.op == wire.OP_PUT else None, self.name)
                 self.io.send(frame)
                 self.stats["sent"] += 1
-                inflight[seq] = _InFlight(req, frame, now, now + timeout, 1, hid)
+                inflight[seq] = _InFlight(req, frame, now, now + timeout, 1)
             if not inflight and (exhausted or (stop_at is not None and now >= stop_at)):
                 return
             next_deadline = min(f.deadline for f in inflight.values())
@@ -177,8 +178,7 @@ class Client:
                 elif f.attempts > self.retries:
                     del inflight[seq]
                     self.stats["timeouts"] += 1
-                    self._finish(f, Result(f.request, None, b"", 0, now - f.first_sent, f.attempts),
-                                 on_result)
+                    on_result(Result(f.request, None, b"", 0, now - f.first_sent, f.attempts))
                 else:
                     self.io.send(f.frame)  # same (client_id, seq): the node sees a resend
                     self.stats["resent"] += 1
@@ -214,13 +214,6 @@ class Client:
         _raise_for_status(res)
         return res
 
-    def _finish(self, f: _InFlight, res: Result, on_result: Callable[[Result], None]) -> None:
-        if self.history is not None and f.hid is not None:
-            outcome = {"ok": "ok", "failed": "fail", "unknown": "unknown"}[res.outcome]
-            value = res.value if (res.request.op == wire.OP_GET and res.status == wire.ST_OK) else None
-            self.history.complete(f.hid, outcome, value)
-        on_result(res)
-
     def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFFFFFF
         return self._seq
@@ -253,8 +246,8 @@ class Client:
             inflight[seq] = f
             self.stats["busy_retries"] += 1
             return
-        self._finish(f, Result(f.request, msg.status, msg.value, msg.flags,
-                               time.monotonic() - f.first_sent, f.attempts), on_result)
+        on_result(Result(f.request, msg.status, msg.value, msg.flags,
+                         time.monotonic() - f.first_sent, f.attempts))
 
 
 def _raise_for_status(res: Result) -> None:

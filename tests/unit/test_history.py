@@ -1,11 +1,11 @@
-"""exoskeleton.history: recording, outcomes, the JSON Lines format, load/merge, and recording
-through a Client."""
+"""exo_harness.history: recording, outcomes, the JSON Lines format, load/merge, and recording
+through a Client (whose history= keyword wraps its I/O in exo_harness.recorder.RecordingIO)."""
 import json
 
 import pytest
 
 from exoskeleton import Client, Timeout, wire
-from exoskeleton.history import FIELDS, History
+from exo_harness.history import FIELDS, History
 
 
 class Clock:
@@ -188,3 +188,17 @@ def test_client_records_into_a_history_the_checker_accepts():
     assert all(o.invoke_ns <= (o.complete_ns or o.invoke_ns) for o in h)
     r = check_history(h)
     assert r.ok and r.keys_checked == 2
+
+
+def test_reopen_only_a_failed_op():
+    h = History(clock=Clock())
+    i = h.invoke("put", b"k", b"v", "c")
+    with pytest.raises(KeyError):
+        h.reopen(i)            # pending, not failed
+    h.complete(i, "fail")
+    h.reopen(i)                # a BUSY retry continues it
+    assert h.ops[0].pending and h.ops[0].complete_ns is None
+    h.complete(i, "ok")
+    with pytest.raises(KeyError):
+        h.reopen(i)            # succeeded
+    assert h.as_dicts()[0]["outcome"] == "ok"

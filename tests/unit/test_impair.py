@@ -1,7 +1,7 @@
 """The client-side link impairment: loss, duplication, reordering and delay, in proportion."""
 import pytest
 
-from exoskeleton.impair import ImpairedIO, Impairment
+from exo_harness.impair import ImpairedIO, Impairment
 
 
 class Clock:

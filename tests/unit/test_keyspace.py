@@ -1,7 +1,7 @@
 """The workload's key space: Zipf ranks and hot-set swaps."""
 import pytest
 
-from exoskeleton.keyspace import HotSetSwap, ZipfRanks, key_name
+from exo_harness.keyspace import HotSetSwap, ZipfRanks, key_name
 
 
 def test_swap_exchanges_hottest_and_coldest():
