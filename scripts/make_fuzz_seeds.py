@@ -37,34 +37,24 @@ seeds("emulator_fuzz", [bytes([i % 2, 3 + i % 200]) + f for i, f in enumerate(fr
 seeds("request_handler_fuzz", [bytes([len(f), 128]) + f for f in frames if len(f) < 256])
 
 # ---- cluster config (what `exo config resolve` writes) ----
-minimal = {
-    "cluster": {"name": "t", "mtu": 1500, "udp_port": 7777, "service_ip": "10.0.0.254"},
-    "switch": {"partition_bits": 1},
-    "controller": {"grpc": "unix:/tmp/c.sock"},
-    "cache_nodes": [{"name": "cache0", "mac": "02:00:00:00:01:01", "ip": "10.0.1.1",
-                     "switch_port": 1, "iface": "cache0-eth0", "grpc": "unix:/tmp/x",
-                     "capacity": 10, "lcores": "0", "burst": 32, "idle_sleep_us": 20,
-                     "eal_args": []}],
-    "db_nodes": [{"name": "db0", "mac": "02:00:00:00:02:01", "ip": "10.0.2.1", "switch_port": 2,
-                  "iface": "db0-eth0", "grpc": "unix:/tmp/d0", "data_dir": "/tmp/d0",
-                  "threads": 1, "sync_writes": False, "cache_node": "cache0"}],
-    "clients": [{"name": "client0", "mac": "02:00:00:00:03:01", "ip": "10.0.3.1",
-                 "switch_port": 3, "iface": "client0-eth0"}],
-    "hot_keys": {"top_k": 7, "sample_rate": 0.5, "segment_ms": 100, "segments": 2,
-                 "weights": [3, 1], "load_ewma_alpha": 0.2, "report_interval_ms": 50,
-                 "report_keys": 5},
-    "cache_fill": {"enabled": True, "interval_ms": 20, "min_rate": 2.5, "hysteresis": 0.2,
-                   "report_ttl_ms": 900, "hit_ewma_alpha": 0.4, "max_fetch_batch": 9},
-    "partitions": ["db0", "db0"],
-}
-configs = [minimal]
+# Python's resolved output (proto/cpp/tests/data, kept current by tests/unit/test_config.py),
+# also shrunk to a 2-slot table with small hot_keys/cache_fill values.
+full = json.loads((root / "proto" / "cpp" / "tests" / "data" / "defaults.resolved.json").read_text())
+minimal = json.loads(json.dumps(full))
+minimal["switch"]["partition_bits"] = 1
+minimal["partitions"] = ["db0", "db1"]
+minimal["hot_keys"].update(top_k=7, sample_rate=0.5, segment_ms=100, segments=2, weights=[3, 1],
+                           report_interval_ms=50, report_keys=5)
+minimal["cache_fill"].update(interval_ms=20, min_rate=2.5, report_ttl_ms=900, max_fetch_batch=9)
+configs = [full, minimal]
 try:  # the demo cluster, resolved by the controller's schema (needs its Python dependencies)
     from exo_controller.config import load_config, resolve
     configs.append(resolve(load_config(root / "configs" / "demo.yaml")))
 except Exception as e:  # noqa: BLE001 - seeds are a help, not a requirement
-    print(f"make_fuzz_seeds: demo config not resolved ({e}); minimal config only", file=sys.stderr)
+    print(f"make_fuzz_seeds: demo config not resolved ({e}); fixture configs only", file=sys.stderr)
 texts = [json.dumps(c, separators=(",", ":")).encode() for c in configs]
-texts += [json.dumps(minimal, indent=1).encode(), b"{}", b"[]", b'{"cluster": {"mtu": 1e20}}']
+texts += [json.dumps(minimal, indent=1).encode(), b"{}", b"[]", b'{"cluster": {"mtu": 1e20}}',
+          b'{"cache_fill": {"min_rate": "NaN"}}']
 seeds("cluster_parse_fuzz", texts)
 
 # ---- EAL args: [mtu:2][lcores] ----

@@ -32,19 +32,21 @@ ip link set exoct0 up
 sysctl -qw net.ipv6.conf.exoct0.disable_ipv6=1
 ip netns exec $NS sysctl -qw net.ipv6.conf.exoct1.disable_ipv6=1
 
-PART=$(printf '"db0",%.0s' {1..2}); PART="[${PART%,}]"
-cat > $WORK/cluster.json <<JSON
-{"cluster": {"name": "smoke", "mtu": 1500, "udp_port": 7777, "service_ip": "10.0.0.254"},
- "switch": {"partition_bits": 1},
- "controller": {"grpc": "unix:$WORK/ctl.sock"},
- "cache_nodes": [{"name": "smokecache", "mac": "$CACHE_MAC", "ip": "10.0.1.1", "switch_port": 1,
-   "iface": "exoct1", "grpc": "unix:$WORK/cache.sock", "capacity": 100, "lcores": "1", "burst": 32,
-   "idle_sleep_us": ${IDLE_US:-20}, "eal_args": []}],
- "db_nodes": [{"name": "db0", "mac": "02:00:00:00:02:01", "ip": "10.0.2.1", "switch_port": 2,
-   "iface": "db0-eth0", "grpc": "unix:$WORK/db0.sock", "data_dir": "/tmp/x", "threads": 1,
-   "sync_writes": false, "cache_node": "smokecache"}],
- "clients": [], "partitions": $PART}
-JSON
+# The node reads the resolved form only (every field of proto/exoproto/cluster.proto).
+cat > $WORK/cluster.yaml <<YAML
+cluster: {name: smoke, mtu: 1500, udp_port: 7777, service_ip: 10.0.0.254}
+switch: {partition_bits: 1}
+controller: {grpc: "unix:$WORK/ctl.sock"}
+cache_nodes:
+  - {name: smokecache, mac: "$CACHE_MAC", ip: 10.0.1.1, switch_port: 1, iface: exoct1,
+     grpc: "unix:$WORK/cache.sock", capacity: 100, lcores: "1", burst: 32,
+     idle_sleep_us: ${IDLE_US:-20}, eal_args: []}
+db_nodes:
+  - {name: db0, mac: "02:00:00:00:02:01", ip: 10.0.2.1, switch_port: 2, iface: db0-eth0,
+     grpc: "unix:$WORK/db0.sock", data_dir: /tmp/x, threads: 1, sync_writes: false,
+     cache_node: smokecache}
+YAML
+$PY -m exo_cli.main config resolve $WORK/cluster.yaml -o $WORK/cluster.json || exit 1
 
 $PY "$HERE/fake_peers.py" unix:$WORK/db0.sock unix:$WORK/ctl.sock > $WORK/peers.log 2>&1 &
 PIDS+=($!)

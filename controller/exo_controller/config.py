@@ -290,7 +290,8 @@ def load_config(path: str | Path) -> ClusterConfig:
 
 
 def resolve(cfg: ClusterConfig) -> dict:
-    """The JSON form the C++ nodes read: the config plus derived facts."""
+    """The JSON form the C++ nodes read: the config plus derived facts, checked against the
+    ResolvedCluster message (proto/exoproto/cluster.proto) that the C++ reader parses it with."""
     out = cfg.model_dump()
     for section in ("cache_nodes", "db_nodes", "clients"):
         for n, src in zip(out[section], getattr(cfg, section)):
@@ -298,7 +299,46 @@ def resolve(cfg: ClusterConfig) -> dict:
     for n in out["db_nodes"]:
         n["cache_node"] = cfg.cache_node_for_db(n["name"])
     out["partitions"] = cfg.partitions()
+    check_resolved(out)
     return out
+
+
+def check_resolved(out: dict) -> None:
+    """Raise ConfigError unless `out` has exactly the fields of ResolvedCluster, each of the
+    message's type. Both directions: a key this schema writes that the message lacks, and a
+    message field this schema does not write, are errors (the C++ reader would refuse the
+    file), so the schema and cluster.proto cannot drift apart unnoticed. The type check also
+    catches a value too large for the C++ side (a capacity above 2^32 - 1)."""
+    from google.protobuf import json_format
+    from exoproto.cluster_pb2 import ResolvedCluster
+    _check_fields(out, ResolvedCluster.DESCRIPTOR, "")
+    try:
+        json_format.ParseDict(out, ResolvedCluster())
+    except json_format.ParseError as err:
+        raise ConfigError(f"resolved config does not fit proto/exoproto/cluster.proto: {err}") from None
+
+
+def _check_fields(value: Any, desc, where: str) -> None:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where or '<top>'}: resolved to {type(value).__name__}, cluster.proto has a message")
+    fields = {f.name: f for f in desc.fields}
+    unknown, missing = sorted(set(value) - set(fields)), sorted(set(fields) - set(value))
+    if unknown or missing:
+        prefix = f"{where}." if where else ""
+        parts = [f"{prefix}{k}: resolved but not in cluster.proto" for k in unknown]
+        parts += [f"{prefix}{k}: in cluster.proto but not resolved" for k in missing]
+        raise ConfigError("; ".join(parts))
+    for name, f in fields.items():
+        if f.message_type is None:
+            continue
+        at = f"{where}.{name}" if where else name
+        if not f.is_repeated:
+            _check_fields(value[name], f.message_type, at)
+            continue
+        if not isinstance(value[name], list):
+            raise ConfigError(f"{at}: resolved to {type(value[name]).__name__}, cluster.proto has a list")
+        for i, item in enumerate(value[name]):
+            _check_fields(item, f.message_type, f"{at}[{i}]")
 
 
 def write_resolved(cfg: ClusterConfig, path: str | Path) -> Path:

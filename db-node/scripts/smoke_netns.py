@@ -56,7 +56,10 @@ def cleanup() -> None:
 
 
 def cluster_json(threads: int = 2) -> dict:
-    return {
+    """The cluster as the node reads it: resolved by the controller's schema, as `exo config
+    resolve` does (the node requires every field of proto/exoproto/cluster.proto)."""
+    from exo_controller.config import parse_config, resolve
+    return resolve(parse_config({
         "cluster": {"name": "exodb", "mtu": 1500, "udp_port": PORT, "service_ip": "10.0.0.254"},
         "switch": {"partition_bits": 1},
         "controller": {"grpc": f"unix:{WORK}/controller.sock"},
@@ -72,8 +75,7 @@ def cluster_json(threads: int = 2) -> dict:
                       "grpc": f"unix:{WORK}/db0.sock", "data_dir": f"{WORK}/data", "threads": threads,
                       "sync_writes": True, "cache_node": "cache0"}],
         "clients": [],
-        "partitions": ["db0", "db0"],
-    }
+    }, "smoke_netns"))
 
 
 class FakeCache(pbg.CacheNodeServicer):

@@ -1,109 +1,192 @@
 #include "cluster.h"
 
 #include <arpa/inet.h>
+#include <google/protobuf/util/json_util.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <limits>
-#include <nlohmann/json.hpp>
 #include <sstream>
-#include <type_traits>
+
+#include "exoproto/cluster.pb.h"
+
+// The file's shape, names and types are proto/exoproto/cluster.proto's; meanings, defaults and
+// ranges are the Python schema's (controller/exo_controller/config.py), which validated the
+// config before resolving it. This reader adds only what protects a node from a file it cannot
+// run from (hand-edited, truncated, written by another version): every field present, numbers
+// finite and in the range the node's code assumes, names that resolve.
 
 namespace exo {
 namespace {
 
-using json = nlohmann::json;
+namespace pb = google::protobuf;
 
-const json& section(const json& j, const char* name, const std::string& where) {
-  if (!j.is_object() || !j.contains(name)) throw ClusterError(where + name + ": missing section");
-  return j.at(name);
-}
-
-// A section that is a list of nodes.
-const json& list_section(const json& j, const char* name, const std::string& where) {
-  const json& s = section(j, name, where);
-  if (!s.is_array()) throw ClusterError(where + name + ": not a list");
-  return s;
-}
-
-// Typed field access that fails with a ClusterError, never anything else. Integers must be
-// whole numbers in the target's range: nlohmann would cast a float or a negative number
-// (1e20 into a uint32_t is undefined behaviour).
-template <typename T>
-T field(const json& j, const char* name, const std::string& where) {
-  if (!j.is_object() || !j.contains(name)) throw ClusterError(where + "." + name + ": missing");
-  const json& v = j.at(name);
-  if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) throw ClusterError(where + "." + name + ": not true/false");
-    return v.get<bool>();
-  } else if constexpr (std::is_integral_v<T>) {
-    static_assert(std::is_unsigned_v<T>);
-    if (!v.is_number_unsigned() || v.get<uint64_t>() > std::numeric_limits<T>::max())
-      throw ClusterError(where + "." + name + ": not a whole number in 0.." +
-                         std::to_string(std::numeric_limits<T>::max()));
-    return static_cast<T>(v.get<uint64_t>());
-  } else {
-    try {
-      return v.get<T>();
-    } catch (const json::exception& e) {
-      throw ClusterError(where + "." + name + ": " + e.what());
+// Every field that has presence (all the message's `optional` scalars and sections) must be
+// set, so a node never falls back on a default of its own; doubles must be finite (the proto
+// JSON mapping accepts "NaN" and "Infinity", which no range check below would catch).
+void check_complete(const pb::Message& m, const std::string& where, const std::string& source) {
+  const pb::Descriptor* d = m.GetDescriptor();
+  const pb::Reflection* r = m.GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const pb::FieldDescriptor* f = d->field(i);
+    const std::string at = where.empty() ? f->name() : where + "." + f->name();
+    const bool is_msg = f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE;
+    const bool is_double = f->cpp_type() == pb::FieldDescriptor::CPPTYPE_DOUBLE;
+    if (f->is_repeated()) {
+      for (int k = 0, n = r->FieldSize(m, f); k < n; ++k) {
+        const std::string ak = at + "[" + std::to_string(k) + "]";
+        if (is_msg) check_complete(r->GetRepeatedMessage(m, f, k), ak, source);
+        if (is_double && !std::isfinite(r->GetRepeatedDouble(m, f, k)))
+          throw ClusterError(source + ": " + ak + ": not a finite number");
+      }
+      continue;
     }
+    if (f->has_presence() && !r->HasField(m, f)) throw ClusterError(source + ": " + at + ": missing");
+    if (is_msg) check_complete(r->GetMessage(m, f), at, source);
+    if (is_double && !std::isfinite(r->GetDouble(m, f)))
+      throw ClusterError(source + ": " + at + ": not a finite number");
   }
 }
 
-void fill_node(const json& j, NodeInfo& n, const std::string& where) {
-  n.name = field<std::string>(j, "name", where);
+// Names the file and field of a failed check: bad(source, "cluster.mtu", "must be ...").
+[[noreturn]] void bad(const std::string& source, const std::string& field, const std::string& why) {
+  throw ClusterError(source + ": " + field + ": " + why);
+}
+
+template <typename Msg>
+void fill_node(const Msg& m, NodeInfo& n, const std::string& where, const std::string& source) {
+  n.name = m.name();
   try {
-    n.mac = parse_mac(field<std::string>(j, "mac", where));
-    n.ip = parse_ipv4(field<std::string>(j, "ip", where));
+    n.mac = parse_mac(m.mac());
   } catch (const ClusterError& e) {
-    throw ClusterError(where + ": " + e.what());
+    bad(source, where + ".mac", e.what());
   }
-  n.switch_port = field<uint32_t>(j, "switch_port", where);
-  n.iface = field<std::string>(j, "iface", where);
+  try {
+    n.ip = parse_ipv4(m.ip());
+  } catch (const ClusterError& e) {
+    bad(source, where + ".ip", e.what());
+  }
+  n.switch_port = m.switch_port();
+  n.iface = m.iface();
 }
 
-// The Python schema validates ranges; these checks only guard what would break a node.
-void load_hot_keys(const json& j, HotKeysConfig& h, const std::string& where) {
-  h.top_k = field<uint32_t>(j, "top_k", where);
-  h.sample_rate = field<double>(j, "sample_rate", where);
-  if (j.contains("confidence_z")) h.confidence_z = field<double>(j, "confidence_z", where);
-  h.segment_ms = field<uint32_t>(j, "segment_ms", where);
-  h.segments = field<uint32_t>(j, "segments", where);
-  h.weights = field<std::vector<double>>(j, "weights", where);
-  h.load_ewma_alpha = field<double>(j, "load_ewma_alpha", where);
-  h.report_interval_ms = field<uint32_t>(j, "report_interval_ms", where);
-  h.report_keys = field<uint32_t>(j, "report_keys", where);
-  if (h.top_k == 0) throw ClusterError(where + ".top_k: must be >= 1");
-  if (!(h.sample_rate > 0 && h.sample_rate <= 1)) throw ClusterError(where + ".sample_rate: must be in (0, 1]");
-  if (h.confidence_z < 0) throw ClusterError(where + ".confidence_z: must be >= 0");
-  if (h.segments == 0 || h.segment_ms == 0) throw ClusterError(where + ".segments: must be >= 1");
+HotKeysConfig hot_keys(const config::HotKeysSection& m, const std::string& source) {
+  HotKeysConfig h;
+  h.top_k = m.top_k();
+  h.sample_rate = m.sample_rate();
+  h.confidence_z = m.confidence_z();
+  h.segment_ms = m.segment_ms();
+  h.segments = m.segments();
+  h.weights.assign(m.weights().begin(), m.weights().end());
+  h.load_ewma_alpha = m.load_ewma_alpha();
+  h.report_interval_ms = m.report_interval_ms();
+  h.report_keys = m.report_keys();
+  // The detector divides by these and sizes its estimators and segment ring from them.
+  if (h.top_k == 0) bad(source, "hot_keys.top_k", "must be >= 1");
+  if (!(h.sample_rate > 0 && h.sample_rate <= 1)) bad(source, "hot_keys.sample_rate", "must be in (0, 1]");
+  if (h.confidence_z < 0) bad(source, "hot_keys.confidence_z", "must be >= 0");
+  if (h.segments == 0) bad(source, "hot_keys.segments", "must be >= 1");
+  if (h.segment_ms == 0) bad(source, "hot_keys.segment_ms", "must be >= 1");
   if (h.weights.size() != h.segments)
-    throw ClusterError(where + ".weights: needs one entry per segment (" + std::to_string(h.segments) + ")");
-  if (h.report_interval_ms == 0) throw ClusterError(where + ".report_interval_ms: must be >= 1");
+    bad(source, "hot_keys.weights", "needs one entry per segment (" + std::to_string(h.segments) + ")");
+  if (h.report_interval_ms == 0) bad(source, "hot_keys.report_interval_ms", "must be >= 1");
+  return h;
 }
 
-void load_cache_fill(const json& j, CacheFillConfig& f, const std::string& where) {
-  f.enabled = field<bool>(j, "enabled", where);
-  f.interval_ms = field<uint32_t>(j, "interval_ms", where);
-  f.min_rate = field<double>(j, "min_rate", where);
-  f.hysteresis = field<double>(j, "hysteresis", where);
-  f.report_ttl_ms = field<uint32_t>(j, "report_ttl_ms", where);
-  f.hit_ewma_alpha = field<double>(j, "hit_ewma_alpha", where);
-  f.max_fetch_batch = field<uint32_t>(j, "max_fetch_batch", where);
-  if (f.interval_ms == 0) throw ClusterError(where + ".interval_ms: must be >= 1");
-  if (f.max_fetch_batch == 0) throw ClusterError(where + ".max_fetch_batch: must be >= 1");
+CacheFillConfig cache_fill(const config::CacheFillSection& m, const std::string& source) {
+  CacheFillConfig f;
+  f.enabled = m.enabled();
+  f.interval_ms = m.interval_ms();
+  f.min_rate = m.min_rate();
+  f.hysteresis = m.hysteresis();
+  f.report_ttl_ms = m.report_ttl_ms();
+  f.hit_ewma_alpha = m.hit_ewma_alpha();
+  f.max_fetch_batch = m.max_fetch_batch();
+  // A zero interval would spin the selection thread; a zero batch would never fetch.
+  if (f.interval_ms == 0) bad(source, "cache_fill.interval_ms", "must be >= 1");
+  if (f.max_fetch_batch == 0) bad(source, "cache_fill.max_fetch_batch", "must be >= 1");
+  return f;
 }
 
-void load_emulation(const json& j, EmulationConfig& e, const std::string& where) {
-  e.value_size = field<uint32_t>(j, "value_size", where);
-  e.db_rate_limit_rps = field<double>(j, "db_rate_limit_rps", where);
-  e.lcores = field<std::string>(j, "lcores", where);
-  e.burst = field<uint32_t>(j, "burst", where);
-  e.idle_sleep_us = field<uint32_t>(j, "idle_sleep_us", where);
-  e.eal_args = field<std::vector<std::string>>(j, "eal_args", where);
-  if (e.db_rate_limit_rps < 0) throw ClusterError(where + ".db_rate_limit_rps: must be >= 0");
-  if (e.burst == 0) throw ClusterError(where + ".burst: must be >= 1");
+EmulationConfig emulation(const config::EmulationSection& m, const std::string& source) {
+  EmulationConfig e;
+  e.value_size = m.value_size();
+  e.db_rate_limit_rps = m.db_rate_limit_rps();
+  e.lcores = m.lcores();
+  e.burst = m.burst();
+  e.idle_sleep_us = m.idle_sleep_us();
+  e.eal_args.assign(m.eal_args().begin(), m.eal_args().end());
+  if (e.db_rate_limit_rps < 0) bad(source, "emulation.db_rate_limit_rps", "must be >= 0");
+  if (e.burst == 0) bad(source, "emulation.burst", "must be >= 1");
+  return e;
+}
+
+Cluster to_cluster(const config::ResolvedCluster& m, const std::string& source) {
+  Cluster c;
+  c.mtu = m.cluster().mtu();
+  // A smaller MTU would leave no room for a key, a larger one overflows the db node's receive
+  // buffer.
+  if (c.mtu < 576 || c.mtu > 9000) bad(source, "cluster.mtu", "must be in 576..9000");
+  if (m.cluster().udp_port() > 65535) bad(source, "cluster.udp_port", "must be in 0..65535");
+  c.udp_port = static_cast<uint16_t>(m.cluster().udp_port());
+  try {
+    c.service_ip = parse_ipv4(m.cluster().service_ip());
+  } catch (const ClusterError& e) {
+    bad(source, "cluster.service_ip", e.what());
+  }
+  c.partition_bits = m.switch_().partition_bits();
+  // The schema allows 1..12; beyond 24 the partition table alone would be absurd (and a shift by
+  // more than the hash's 40 bits undefined).
+  if (c.partition_bits < 1 || c.partition_bits > 24) bad(source, "switch.partition_bits", "must be in 1..24");
+  c.controller_grpc = m.controller().grpc();
+  c.hot_keys = hot_keys(m.hot_keys(), source);
+  c.cache_fill = cache_fill(m.cache_fill(), source);
+  c.emulation = emulation(m.emulation(), source);
+
+  for (int i = 0; i < m.cache_nodes_size(); ++i) {
+    const auto& x = m.cache_nodes(i);
+    const std::string where = "cache_nodes[" + std::to_string(i) + "]";
+    CacheNodeInfo n;
+    fill_node(x, n, where, source);
+    n.grpc = x.grpc();
+    n.capacity = x.capacity();
+    n.lcores = x.lcores();
+    n.burst = x.burst();
+    n.idle_sleep_us = x.idle_sleep_us();
+    n.eal_args.assign(x.eal_args().begin(), x.eal_args().end());
+    n.rate_limit_rps = x.rate_limit_rps();
+    if (n.rate_limit_rps < 0) bad(source, where + ".rate_limit_rps", "must be >= 0");
+    c.cache_nodes.push_back(std::move(n));
+  }
+  for (int i = 0; i < m.db_nodes_size(); ++i) {
+    const auto& x = m.db_nodes(i);
+    DbNodeInfo n;
+    fill_node(x, n, "db_nodes[" + std::to_string(i) + "]", source);
+    n.grpc = x.grpc();
+    n.data_dir = x.data_dir();
+    n.threads = x.threads();
+    n.sync_writes = x.sync_writes();
+    n.cache_node = x.cache_node();  // null in the file: empty, no cache node
+    n.emulator = x.emulator();      // null: empty, a real exo-db-node
+    c.db_nodes.push_back(std::move(n));
+  }
+  for (int i = 0; i < m.clients_size(); ++i) {
+    NodeInfo n;
+    fill_node(m.clients(i), n, "clients[" + std::to_string(i) + "]", source);
+    c.clients.push_back(std::move(n));
+  }
+  // The slot table every routing decision indexes: exactly 2^partition_bits valid owners.
+  if (static_cast<size_t>(m.partitions_size()) != (size_t{1} << c.partition_bits))
+    bad(source, "partitions", "expected 2^partition_bits = " + std::to_string(size_t{1} << c.partition_bits) +
+                                  " entries, found " + std::to_string(m.partitions_size()));
+  c.slot_owner.reserve(m.partitions_size());
+  for (int s = 0; s < m.partitions_size(); ++s) {
+    const DbNodeInfo* owner = c.find_db(m.partitions(s));
+    if (owner == nullptr)
+      bad(source, "partitions[" + std::to_string(s) + "]", "unknown db node '" + m.partitions(s) + "'");
+    c.slot_owner.push_back(static_cast<uint32_t>(owner - c.db_nodes.data()));
+  }
+  return c;
 }
 
 }  // namespace
@@ -153,94 +236,16 @@ Cluster load_cluster(const std::string& path) {
   return parse_cluster(text.str(), path);
 }
 
-namespace {
-
-Cluster parse_json(const json& j, const std::string& path) {
-  Cluster c;
-  const std::string w = path + ": ";
-  const json& cl = section(j, "cluster", w);
-  c.mtu = field<uint32_t>(cl, "mtu", w + "cluster");
-  // As the schema (controller/exo_controller/config.py); a smaller MTU would leave no room for a
-  // key, a larger one overflows the db node's receive buffer.
-  if (c.mtu < 576 || c.mtu > 9000) throw ClusterError(w + "cluster.mtu: must be in 576..9000");
-  c.udp_port = field<uint16_t>(cl, "udp_port", w + "cluster");
-  c.service_ip = parse_ipv4(field<std::string>(cl, "service_ip", w + "cluster"));
-  c.partition_bits = field<uint32_t>(section(j, "switch", w), "partition_bits", w + "switch");
-  // The schema allows 1..12; beyond 24 the partition table alone would be absurd (and a shift by
-  // more than the hash's 40 bits undefined).
-  if (c.partition_bits < 1 || c.partition_bits > 24)
-    throw ClusterError(w + "switch.partition_bits: must be in 1..24");
-  c.controller_grpc = field<std::string>(section(j, "controller", w), "grpc", w + "controller");
-  // Optional (defaults in cluster.h): `exo config resolve` always writes them.
-  if (j.contains("hot_keys")) load_hot_keys(j.at("hot_keys"), c.hot_keys, w + "hot_keys");
-  if (j.contains("cache_fill")) load_cache_fill(j.at("cache_fill"), c.cache_fill, w + "cache_fill");
-  if (j.contains("emulation")) load_emulation(j.at("emulation"), c.emulation, w + "emulation");
-
-  const json& caches = list_section(j, "cache_nodes", w);
-  for (size_t i = 0; i < caches.size(); ++i) {
-    const std::string where = w + "cache_nodes[" + std::to_string(i) + "]";
-    CacheNodeInfo n;
-    fill_node(caches[i], n, where);
-    n.grpc = field<std::string>(caches[i], "grpc", where);
-    n.capacity = field<uint32_t>(caches[i], "capacity", where);
-    n.lcores = field<std::string>(caches[i], "lcores", where);
-    n.burst = field<uint32_t>(caches[i], "burst", where);
-    n.idle_sleep_us = field<uint32_t>(caches[i], "idle_sleep_us", where);
-    n.eal_args = field<std::vector<std::string>>(caches[i], "eal_args", where);
-    if (caches[i].contains("rate_limit_rps"))
-      n.rate_limit_rps = field<double>(caches[i], "rate_limit_rps", where);
-    if (n.rate_limit_rps < 0) throw ClusterError(where + ".rate_limit_rps: must be >= 0");
-    c.cache_nodes.push_back(std::move(n));
-  }
-  const json& dbs = list_section(j, "db_nodes", w);
-  for (size_t i = 0; i < dbs.size(); ++i) {
-    const std::string where = w + "db_nodes[" + std::to_string(i) + "]";
-    DbNodeInfo n;
-    fill_node(dbs[i], n, where);
-    n.grpc = field<std::string>(dbs[i], "grpc", where);
-    n.data_dir = field<std::string>(dbs[i], "data_dir", where);
-    n.threads = field<uint32_t>(dbs[i], "threads", where);
-    n.sync_writes = field<bool>(dbs[i], "sync_writes", where);
-    if (dbs[i].contains("cache_node") && !dbs[i].at("cache_node").is_null())
-      n.cache_node = field<std::string>(dbs[i], "cache_node", where);
-    if (dbs[i].contains("emulator") && !dbs[i].at("emulator").is_null())
-      n.emulator = field<std::string>(dbs[i], "emulator", where);
-    c.db_nodes.push_back(std::move(n));
-  }
-  const json& clients = list_section(j, "clients", w);
-  for (size_t i = 0; i < clients.size(); ++i) {
-    NodeInfo n;
-    fill_node(clients[i], n, w + "clients[" + std::to_string(i) + "]");
-    c.clients.push_back(std::move(n));
-  }
-  const auto owners = field<std::vector<std::string>>(j, "partitions", w.substr(0, w.size() - 2));
-  if (owners.size() != (size_t{1} << c.partition_bits))
-    throw ClusterError(w + "partitions: expected 2^partition_bits entries");
-  for (size_t s = 0; s < owners.size(); ++s) {
-    uint32_t idx = UINT32_MAX;
-    for (size_t d = 0; d < c.db_nodes.size(); ++d)
-      if (c.db_nodes[d].name == owners[s]) idx = static_cast<uint32_t>(d);
-    if (idx == UINT32_MAX)
-      throw ClusterError(w + "partitions[" + std::to_string(s) + "]: unknown db node '" + owners[s] + "'");
-    c.slot_owner.push_back(idx);
-  }
-  return c;
-}
-
-}  // namespace
-
 Cluster parse_cluster(std::string_view text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    throw ClusterError(source + ": not valid JSON: " + e.what());
-  }
-  try {
-    return parse_json(j, source);
-  } catch (const json::exception& e) {  // a shape the checks above missed: still a config error
-    throw ClusterError(source + ": " + e.what());
-  }
+  config::ResolvedCluster m;
+  pb::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;  // a key this reader does not know: another version's file
+  const auto status =
+      pb::util::JsonStringToMessage(pb::StringPiece(text.data(), text.size()), &m, options);
+  if (!status.ok())
+    throw ClusterError(source + ": not a resolved cluster config: " + std::string(status.message()));
+  check_complete(m, "", source);
+  return to_cluster(m, source);
 }
 
 }  // namespace exo

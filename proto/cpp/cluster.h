@@ -1,6 +1,15 @@
 // The resolved cluster description the nodes run from: the JSON written by
 // `exo config resolve` (controller/exo_controller/config.py validates the YAML and adds the
-// partition table, so consistent hashing is computed in exactly one place).
+// partition table, so consistent hashing is computed in exactly one place). Its shape is the
+// ResolvedCluster message of proto/exoproto/cluster.proto; these structs are the nodes' view of
+// it.
+//
+// Member initialisers: load_cluster never uses them (it requires every field in the file, so
+// a node runs on Python's defaults, config.py, only). They serve code that builds a Cluster by
+// hand (tests, benches, fuzz harnesses): a member that has one carries Python's default, which
+// cluster_test checks against proto/cpp/tests/data/defaults.resolved.json (written by
+// `exo config resolve`, kept current by tests/unit/test_config.py); members without one
+// (names, addresses, capacity, lcores, ...) start empty and such code sets them.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +48,7 @@ struct CacheNodeInfo : NodeInfo {
 struct DbNodeInfo : NodeInfo {
   std::string grpc;
   std::string data_dir;
-  uint32_t threads = 1;
+  uint32_t threads = 2;
   bool sync_writes = true;
   std::string cache_node;  // may be empty (no cache nodes)
   std::string emulator;    // empty: a real exo-db-node; else the emulator process hosting it
@@ -53,6 +62,8 @@ struct EmulationConfig {
   uint32_t burst = 32;
   uint32_t idle_sleep_us = 20;
   std::vector<std::string> eal_args;
+
+  bool operator==(const EmulationConfig&) const = default;
 };
 
 // hot_keys section: db nodes' sampled Space-Saving detector and REPORTs (docs/cache-fill.md).
@@ -66,6 +77,8 @@ struct HotKeysConfig {
   double load_ewma_alpha = 0.5;
   uint32_t report_interval_ms = 250;
   uint32_t report_keys = 128;
+
+  bool operator==(const HotKeysConfig&) const = default;
 };
 
 // cache_fill section: cache nodes' selection from REPORTs (docs/cache-fill.md).
@@ -77,6 +90,8 @@ struct CacheFillConfig {
   uint32_t report_ttl_ms = 3000;
   double hit_ewma_alpha = 0.5;
   uint32_t max_fetch_batch = 256;
+
+  bool operator==(const CacheFillConfig&) const = default;
 };
 
 struct Cluster {

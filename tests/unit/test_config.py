@@ -1,9 +1,12 @@
 """Cluster config validation: every error names the field; resolve() adds derived facts."""
 import json
+from pathlib import Path
 
 import pytest
 
 from exo_controller.config import ConfigError, load_config, parse_config, resolve, write_resolved
+
+REPO = Path(__file__).parents[2]
 
 
 def err(data):
@@ -209,3 +212,65 @@ def test_max_partition_load_in_config(cluster_dict):
     from collections import Counter
     counts = Counter(cfg.partitions()).values()
     assert max(counts) == 86  # ceil(256 slots / 3 nodes)
+
+
+# ---- the resolved form against proto/exoproto/cluster.proto (what the C++ reader parses) ----
+
+
+def test_resolved_config_is_a_resolved_cluster_message(cluster_dict):
+    """Every field resolve() writes is in cluster.proto's ResolvedCluster and every message field
+    is written, with its type: what the C++ reader requires."""
+    from google.protobuf import json_format
+    from exoproto.cluster_pb2 import ResolvedCluster
+    out = resolve(parse_config(cluster_dict))
+    msg = json_format.ParseDict(out, ResolvedCluster())
+    assert msg.db_nodes[2].threads == 2 and msg.db_nodes[2].cache_node == "cache1"
+    assert list(msg.partitions) == out["partitions"]
+    for path in (REPO / "configs").glob("*.yaml"):
+        resolve(load_config(path))  # every shipped config resolves into the message
+
+
+def test_check_resolved_rejects_drift(cluster_dict):
+    """The known-bad inputs: a field the schema writes that the message lacks, a message field the
+    schema does not write, and a value the message's type cannot hold."""
+    from exo_controller.config import check_resolved
+    out = resolve(parse_config(cluster_dict))
+    extra = json.loads(json.dumps(out))
+    extra["db_nodes"][1]["numa_node"] = 0
+    with pytest.raises(ConfigError, match=r"db_nodes\[1\]\.numa_node: resolved but not in cluster.proto"):
+        check_resolved(extra)
+    missing = json.loads(json.dumps(out))
+    del missing["hot_keys"]["confidence_z"]
+    with pytest.raises(ConfigError, match=r"hot_keys\.confidence_z: in cluster.proto but not resolved"):
+        check_resolved(missing)
+    del missing["emulation"]
+    with pytest.raises(ConfigError, match=r"emulation: in cluster.proto but not resolved"):
+        check_resolved(missing)
+    wrong = json.loads(json.dumps(out))
+    wrong["cache_nodes"][0]["capacity"] = 2 ** 32  # the C++ side holds a uint32
+    with pytest.raises(ConfigError, match="capacity"):
+        check_resolved(wrong)
+    wrong["cache_nodes"] = {"name": "x"}
+    with pytest.raises(ConfigError, match="cache_nodes: resolved to dict, cluster.proto has a list"):
+        check_resolved(wrong)
+
+
+def test_resolve_refuses_a_value_the_nodes_cannot_hold(cluster_dict):
+    cluster_dict["hot_keys"] = {"segment_ms": 2 ** 32}  # the schema sets no upper bound
+    with pytest.raises(ConfigError, match="segment_ms field: Value out of range"):
+        resolve(parse_config(cluster_dict))
+
+
+def test_db_node_threads_default_is_two(cluster_dict):
+    """One default, the schema's (the C++ struct's copy said 1; cluster_test checks it is 2 now)."""
+    assert resolve(parse_config(cluster_dict))["db_nodes"][0]["threads"] == 2
+
+
+def test_cpp_fixture_is_current():
+    """proto/cpp/tests/data/defaults.resolved.json is what cluster_test reads as Python's output
+    (and checks cluster.h's struct defaults against): it must be what resolve() writes today."""
+    data = REPO / "proto" / "cpp" / "tests" / "data"
+    expected = json.dumps(resolve(load_config(data / "defaults.yaml")), indent=1) + "\n"
+    assert (data / "defaults.resolved.json").read_text() == expected, (
+        "run: .venv/bin/exo config resolve proto/cpp/tests/data/defaults.yaml "
+        "-o proto/cpp/tests/data/defaults.resolved.json")

@@ -1,7 +1,10 @@
-// libFuzzer target: the resolved cluster config parser (exo::parse_cluster, what load_cluster
-// runs on the JSON file) on arbitrary text. Bad input must end in a ClusterError: any other
-// exception escapes and libFuzzer reports it, as do sanitizer findings. An accepted config must
-// be usable by the nodes: a complete partition table pointing at real db nodes.
+// libFuzzer target: the resolved cluster config reader (exo::parse_cluster, what load_cluster
+// runs on the JSON file: protobuf's JSON parser into cluster.proto's ResolvedCluster, then the
+// node-protecting checks of cluster.cc) on arbitrary text. Bad input must end in a
+// ClusterError: any other exception escapes and libFuzzer reports it, as do sanitizer findings.
+// An accepted config must be usable by the nodes: a complete partition table pointing at real
+// db nodes, and no number a node cannot run on.
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -17,13 +20,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (c.mtu < 576 || c.mtu > 9000) std::abort();
+  if (c.partition_bits < 1 || c.partition_bits > 24) std::abort();
   if (c.slot_owner.size() != (size_t{1} << c.partition_bits)) std::abort();
   for (uint32_t owner : c.slot_owner)
     if (owner >= c.db_nodes.size()) std::abort();
-  if (c.hot_keys.weights.size() != c.hot_keys.segments) std::abort();
+  const auto& h = c.hot_keys;
+  if (h.weights.size() != h.segments || h.segments == 0 || h.segment_ms == 0 || h.top_k == 0) std::abort();
+  if (!(h.sample_rate > 0 && h.sample_rate <= 1) || !(h.confidence_z >= 0)) std::abort();
+  for (double w : h.weights)
+    if (!std::isfinite(w)) std::abort();
+  if (c.cache_fill.interval_ms == 0 || c.cache_fill.max_fetch_batch == 0) std::abort();
+  if (!std::isfinite(c.cache_fill.min_rate) || !std::isfinite(c.cache_fill.hysteresis)) std::abort();
+  if (!(c.emulation.db_rate_limit_rps >= 0) || !std::isfinite(c.emulation.db_rate_limit_rps)) std::abort();
+  for (const auto& n : c.cache_nodes)
+    if (!(n.rate_limit_rps >= 0) || !std::isfinite(n.rate_limit_rps)) std::abort();
   // What the nodes do with it: route hashes, look nodes up by name.
-  for (uint64_t h : {uint64_t{0}, exo::kHashMask, uint64_t{0x123456789a}})
-    if (&c.owner(h) < c.db_nodes.data() || &c.owner(h) >= c.db_nodes.data() + c.db_nodes.size())
+  for (uint64_t hash : {uint64_t{0}, exo::kHashMask, uint64_t{0x123456789a}})
+    if (&c.owner(hash) < c.db_nodes.data() || &c.owner(hash) >= c.db_nodes.data() + c.db_nodes.size())
       std::abort();
   for (const auto& d : c.db_nodes)
     if (c.find_db(d.name) == nullptr) std::abort();
