@@ -26,6 +26,10 @@ ARP and Ruleset 3 on the switch are exactly ours, the flows stay and the switch'
 taken as installed (flows.plan_table); otherwise flush and program from scratch. So a restarted
 controller does not disturb a switch that kept forwarding (fail mode secure).
 
+Journal (rule_journal.py, optional): every Ruleset 2 flow-mod with its xid, written as it is
+handed to the connection, and the most Ruleset 2 rules the switch may hold after every change,
+so a harness can take a run's own figures and match them against the switch's record.
+
 Cache node liveness (monitor.py, liveness.py): the monitor calls withdraw_cache_node,
 rejoin_cache_node and sync_cache_node; the app tells it about port changes and, after the lock
 is released, about withdrawals the switch confirmed.
@@ -47,6 +51,7 @@ from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from .flows import HASH_MASK, CacheRule, FlowMod, TablePlan, cookie_filter, plan_table, static_flowmods
 from .ofp_translate import FlowInfo, error_text, from_stats, to_ofp
+from .rule_journal import Ruleset2Journal
 from .rule_updater import Batch, RuleUpdater, UpdateResult
 
 LOG = logging.getLogger("exo_controller")
@@ -88,9 +93,12 @@ class ExoControllerApp(app_manager.OSKenApp):
     OFP_VERSIONS = [ofp.OFP_VERSION]
 
     def __init__(self, *args, exo_config=None, barrier_timeout: float = 2.0, clock=time.monotonic,
-                 monitor_factory=None, **kwargs):
+                 monitor_factory=None, journal: Optional[Ruleset2Journal] = None, fault: Optional[str] = None,
+                 **kwargs):
         """monitor_factory(app) -> monitor.ClusterMonitor (main.py passes one over gRPC). None:
-        no cache node liveness (unit tests of the switch side); every node then counts as synced."""
+        no cache node liveness (unit tests of the switch side); every node then counts as synced.
+        journal: where to record Ruleset 2 (None: nowhere). fault: a known-bad mode for tests
+        (rule_updater.FAULTS), never for a deployment."""
         super().__init__(*args, **kwargs)
         if exo_config is None:
             raise ValueError("ExoControllerApp needs exo_config= (start it with exo_controller.main)")
@@ -98,7 +106,10 @@ class ExoControllerApp(app_manager.OSKenApp):
         self.dpid = exo_config.switch.dpid
         self.barrier_timeout = barrier_timeout
         self.clock = clock
-        self.updater = RuleUpdater.from_config(exo_config)
+        self.updater = RuleUpdater.from_config(exo_config, fault=fault)
+        self.journal = journal
+        if journal is not None:
+            journal.start(exo_config.switch.rule_update_rate, exo_config.switch.cache_rule_capacity, fault)
         self._statics = static_flowmods(exo_config)
         self._cache_ports = {c.switch_port for c in exo_config.cache_nodes}
         self._table_pending = None  # the datapath whose table the sender must read first
@@ -134,6 +145,9 @@ class ExoControllerApp(app_manager.OSKenApp):
             self._cond.notify_all()
         if self.monitor is not None:
             self.monitor.stop()
+        if self.journal is not None:
+            with self._lock:
+                self.journal.close()
         super().stop()
 
     # ------------------------------------------------------------------ sending (lock held)
@@ -152,7 +166,9 @@ class ExoControllerApp(app_manager.OSKenApp):
             raise SwitchNotConnected(f"switch dpid {self.dpid:#x} is disconnecting")
         return xid
 
-    def _send_mods_and_barrier(self, dp, mods: Iterable[FlowMod]) -> _Waiter:
+    def _send_mods_and_barrier(self, dp, mods: Iterable[FlowMod],
+                               kinds: Optional[list[Optional[str]]] = None) -> _Waiter:
+        """kinds (RuleUpdater.ruleset2_kinds): which mods the journal records."""
         waiter = _Waiter()
 
         def reg_mod(i, fm):
@@ -166,7 +182,9 @@ class ExoControllerApp(app_manager.OSKenApp):
 
         try:
             for i, fm in enumerate(mods):
-                self._send(dp, to_ofp(dp, fm), reg_mod(i, fm))
+                xid = self._send(dp, to_ofp(dp, fm), reg_mod(i, fm))
+                if self.journal is not None and kinds is not None and kinds[i] is not None:
+                    self.journal.sent(fm, kinds[i], xid)
             self._send(dp, parser.OFPBarrierRequest(dp), reg_barrier)
         except SwitchNotConnected:
             self._forget(waiter)
@@ -212,10 +230,13 @@ class ExoControllerApp(app_manager.OSKenApp):
                 batch = None
             else:
                 try:
-                    waiter = self._send_mods_and_barrier(dp, batch.mods)
+                    waiter = self._send_mods_and_barrier(dp, batch.mods, self.updater.ruleset2_kinds(batch))
                 except Exception:
                     self.updater.batch_failed(batch)
+                    self._journal_size()
                     raise
+                self.updater.mark_sent(batch, self.clock())
+                self._journal_size()
         if batch is None:
             self._adopt_table(dp)
             return
@@ -223,6 +244,7 @@ class ExoControllerApp(app_manager.OSKenApp):
         with self._cond:
             self._forget(waiter)
             self._finish(dp, batch, waiter, ok)
+            self._journal_size()
             self._cond.notify_all()
             withdrawn = self.updater.pop_withdrawn()
         # Outside our lock: the monitor takes its own lock, then ours (monitor.py).
@@ -253,6 +275,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                 plan = plan_table(flows, self._statics, self._cache_ports)
             self._table_pending = None
             self.updater.switch_connected(plan.installed if plan.adopt else None)
+            self._journal_size()
             if plan.adopt:
                 self._count("switch_tables_kept")
                 m = self.updater.metrics(self.clock())
@@ -280,6 +303,10 @@ class ExoControllerApp(app_manager.OSKenApp):
             LOG.error("switch refused %s: %s", batch.mods[i], why)
         self.updater.batch_done(batch, waiter.mod_errors)
         self._check_programmed(dp)
+
+    def _journal_size(self) -> None:
+        if self.journal is not None:
+            self.journal.size(self.updater.ruleset2_may_hold)
 
     def _check_programmed(self, dp) -> None:
         if self._dp is dp and self.updater.programmed and not self.connected.is_set():

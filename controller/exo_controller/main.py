@@ -9,6 +9,7 @@ import sys
 import threading
 
 from .config import ConfigError, load_config
+from .rule_updater import FAULTS
 
 LOG = logging.getLogger("exo_controller")
 
@@ -19,10 +20,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--barrier-timeout", type=float, default=2.0,
                    help="seconds to wait for the barrier after a batch of flow-mods before resending it (default 2)")
+    p.add_argument("--ruleset2-journal", metavar="PATH",
+                   help="append every Ruleset 2 flow-mod (with its xid) and Ruleset 2 size change, timestamped, "
+                        "to PATH as JSON lines (exo_controller/rule_journal.py); default: no journal")
+    p.add_argument("--fault", choices=FAULTS,
+                   help="TESTS ONLY: run a known-bad controller. no-rate-limit: send every queued rule change "
+                        "at once, ignoring switch.rule_update_rate (shows that the switch-side audit catches it)")
     return p.parse_args(argv)
 
 
-def start_os_ken(cfg, barrier_timeout: float = 2.0):
+def start_os_ken(cfg, barrier_timeout: float = 2.0, journal=None, fault=None):
     """Configure os-ken, instantiate our app with the config (as a constructor kwarg) and the
     cache node monitor (heartbeats over gRPC), plus the OpenFlow handler, and start their
     threads. Returns (app_manager, our_app)."""
@@ -45,7 +52,7 @@ def start_os_ken(cfg, barrier_timeout: float = 2.0):
 
     mgr = app_manager.AppManager.get_instance()
     app = mgr.instantiate(ExoControllerApp, exo_config=cfg, barrier_timeout=barrier_timeout,
-                          monitor_factory=monitor_factory)
+                          monitor_factory=monitor_factory, journal=journal, fault=fault)
     mgr.load_apps(["os_ken.controller.ofp_handler"])
     contexts = mgr.create_contexts()
     mgr.instantiate_apps(**contexts)  # also starts our app's event loop
@@ -68,7 +75,11 @@ def main(argv=None) -> int:
         signal.signal(sig, lambda signum, frame: stop.set())
 
     from .grpc_service import serve
-    mgr, app = start_os_ken(cfg, args.barrier_timeout)
+    from .rule_journal import Ruleset2Journal
+    if args.fault:
+        LOG.warning("FAULT %s: this controller is deliberately broken (a test's known-bad input)", args.fault)
+    journal = Ruleset2Journal(args.ruleset2_journal) if args.ruleset2_journal else None
+    mgr, app = start_os_ken(cfg, args.barrier_timeout, journal, args.fault)
     LOG.info("OpenFlow 1.3 listening on %s:%d for dpid %#x", cfg.controller.openflow_host,
              cfg.controller.openflow_port, cfg.switch.dpid)
     try:

@@ -24,7 +24,13 @@ Choices worth knowing:
   right behind the statics. A table whose statics are ours is kept (see below).
 * Rate: a sliding window (at most floor(R), at least 1, sends in any half-open 1 s window) is the
   hard guarantee; a token bucket with a burst of max(1, R/10) paces it, so a backlog leaves as a
-  steady stream of small batches instead of R flow-mods at the start of every second.
+  steady stream of small batches instead of R flow-mods at the start of every second. What must
+  hold is the switch's view, so a send counts from when the app has handed the whole batch to the
+  connection (mark_sent, not the earlier decision time) and stays in the window for 1 s plus
+  SEND_GUARD_S: the flow-mods' way to the switch (os-ken's send thread, TCP, the switch's read)
+  takes a few ms and varies (delay_ms_* in exo_topo.switch_audit), and without the guard a
+  flow-mod delayed on the way and one sent 1 s after it without delay arrive less than 1 s
+  apart, so the switch would count R + 1. Cost: a backlog drains at R / (1 + SEND_GUARD_S).
 * A switch refusal of an add (OFPFMFC_TABLE_FULL from OVS flow_limit, like a full hardware table)
   drops that hash from the desired book, otherwise it would be retried forever; any waiter is told.
 * Withdrawal of a cache node declared DOWN (liveness.py): `withdraw(node)` drops all its
@@ -43,6 +49,12 @@ Choices worth knowing:
   left as its requests made them (they are newer than, or reflected in, its ListKeys); a hash
   taken from ListKeys absorbs one later AddCacheRules of the same (hash, node), because a cache
   node resends an add that failed while the controller was down.
+* Metrics are lifetime figures (since the controller started, the start-up programming of
+  Rulesets 1 and 3 included). A run's own figures (Ruleset 2 flow-mods inside a time window)
+  come from the timestamped journal the app keeps (rule_journal.py); `ruleset2_may_hold` is the
+  size it records.
+* FAULT_NO_RATE_LIMIT is a known-bad controller for tests only: it sends every queued change at
+  once, so the switch-side audit (exo_topo.switch_audit) can be shown to catch a broken limiter.
 """
 from __future__ import annotations
 
@@ -56,6 +68,15 @@ from .flows import (ADD, DELETE_STRICT, HASH_MASK, CacheRule, CacheRuleBook, Flo
                     cache_flowmod, flush_flowmod, static_flowmods, withdraw_flowmod)
 
 STATIC, ADD_RULE, DEL_RULE, WITHDRAW = "static", "add", "delete", "withdraw"
+
+# Fault switch for tests (main.py --fault): the rate limiter is off; batches are capped only so
+# one batch stays a sane size. Never set in a real deployment.
+FAULT_NO_RATE_LIMIT = "no-rate-limit"
+FAULTS = (FAULT_NO_RATE_LIMIT,)
+_UNLIMITED_BATCH = 10_000
+
+# How much longer than 1 s a send stays in the rate window (module docstring, "Rate").
+SEND_GUARD_S = 0.02
 
 
 def out_of_cluster(node: str) -> str:
@@ -107,7 +128,11 @@ class RuleUpdater:
     """Desired vs installed Ruleset 2, the add/delete queues, statics, and the rate limiter."""
 
     def __init__(self, ports: Mapping[str, int], capacity: int, rate: float,
-                 statics: Sequence[FlowMod] = (), burst: Optional[float] = None):
+                 statics: Sequence[FlowMod] = (), burst: Optional[float] = None,
+                 fault: Optional[str] = None):
+        if fault is not None and fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r} (known: {', '.join(FAULTS)})")
+        self.fault = fault
         self.capacity = capacity
         self.rate = float(rate)
         self.window_cap = max(1, math.floor(self.rate))
@@ -129,10 +154,12 @@ class RuleUpdater:
         self.connected = False
         self._tickets: "weakref.WeakSet[Ticket]" = weakref.WeakSet()
         # rate limiter
-        self._sends: deque[float] = deque()                # send times within the last 1 s
+        self._sends: deque[float] = deque()                # send times within the last 1 s + guard
+        self.window_s = 1.0 + SEND_GUARD_S
         self._tokens = self.burst
         self._tokens_at: Optional[float] = None
         self.flow_mods_sent = 0
+        self.ruleset2_flow_mods_sent = 0                   # adds, deletes and withdrawals
         self.flow_mods_refused = 0
         self.max_per_s = 0
         # Largest Ruleset 2 the switch may have held: installed plus new adds in flight (the
@@ -148,10 +175,10 @@ class RuleUpdater:
         self._from_sync: Counter = Counter()               # (hash, node) -> refs taken from ListKeys
 
     @classmethod
-    def from_config(cls, cfg) -> "RuleUpdater":
+    def from_config(cls, cfg, fault: Optional[str] = None) -> "RuleUpdater":
         sw = cfg.switch
         return cls({c.name: c.switch_port for c in cfg.cache_nodes}, sw.cache_rule_capacity,
-                   sw.rule_update_rate, static_flowmods(cfg))
+                   sw.rule_update_rate, static_flowmods(cfg), fault=fault)
 
     # ------------------------------------------------------------------ requests
 
@@ -401,11 +428,13 @@ class RuleUpdater:
         if self._tokens_at is not None:
             self._tokens = min(self.burst, self._tokens + (now - self._tokens_at) * self.rate)
         self._tokens_at = now
-        while self._sends and self._sends[0] + 1.0 <= now:
+        while self._sends and self._sends[0] + self.window_s <= now:
             self._sends.popleft()
 
     def budget(self, now: float) -> int:
         self._refill(now)
+        if self.fault == FAULT_NO_RATE_LIMIT:
+            return _UNLIMITED_BATCH
         return max(0, min(math.floor(self._tokens + 1e-9), self.window_cap - len(self._sends)))
 
     def _sent(self, now: float, n: int) -> None:
@@ -414,8 +443,24 @@ class RuleUpdater:
         self.flow_mods_sent += n
         self.max_per_s = max(self.max_per_s, len(self._sends))
 
+    def mark_sent(self, batch: Batch, now: float) -> None:
+        """The app finished handing `batch` to the switch connection at `now`: its flow-mods count
+        in the rate window from then on (they were entered at next_batch's earlier `now`)."""
+        if batch is not self._batch or not batch.mods:
+            return
+        n = min(len(batch), len(self._sends))  # the newest entries: one batch in flight at a time
+        for _ in range(n):
+            self._sends.pop()
+        self._sends.extend([now] * n)
+
     def _room(self) -> bool:
-        return len(self.installed) + self._new_inflight < self.capacity
+        return self.ruleset2_may_hold < self.capacity
+
+    @property
+    def ruleset2_may_hold(self) -> int:
+        """The most Ruleset 2 rules the switch may hold now: installed plus new adds in flight
+        (the switch may apply them before their barrier reply reaches us)."""
+        return len(self.installed) + self._new_inflight
 
     def _unblocked_adds(self) -> Iterable[int]:
         """Queued adds, except those to a port whose withdrawal is pending."""
@@ -445,7 +490,7 @@ class RuleUpdater:
             t = max(t, now + (1 - self._tokens) / self.rate)
         excess = len(self._sends) - self.window_cap
         if excess >= 0:
-            t = max(t, self._sends[excess] + 1.0)
+            t = max(t, self._sends[excess] + self.window_s)
         return t
 
     # ------------------------------------------------------------------ Algorithm 1
@@ -482,7 +527,7 @@ class RuleUpdater:
                     port = self._ports[owner]
                     it = _Item(ADD_RULE, h, port, self._adds.pop(h), h not in self.installed)
                     self._new_inflight += it.new
-                    self.ruleset2_peak = max(self.ruleset2_peak, len(self.installed) + self._new_inflight)
+                    self.ruleset2_peak = max(self.ruleset2_peak, self.ruleset2_may_hold)
                     fm = cache_flowmod(h, port, ADD)
                 else:
                     h = next(dels, None)
@@ -495,9 +540,16 @@ class RuleUpdater:
                 batch.items.append(it)
         if batch.mods:
             self._statics_inflight = sum(1 for it in batch.items if it.kind == STATIC)
+            self.ruleset2_flow_mods_sent += len(batch) - self._statics_inflight
             self._batch = batch
             self._sent(now, len(batch))
         return batch
+
+    @staticmethod
+    def ruleset2_kinds(batch: Batch) -> list[Optional[str]]:
+        """Per flow-mod of `batch`: "add", "delete" or "withdraw" for a Ruleset 2 change, None for
+        a static (flush, Ruleset 1, ARP, Ruleset 3). What the app's journal records."""
+        return [None if it.kind == STATIC else it.kind for it in batch.items]
 
     def batch_done(self, batch: Batch, errors: Optional[Mapping[int, str]] = None) -> None:
         """The barrier after `batch` came back; errors maps a mod's index in the batch to the
@@ -574,6 +626,8 @@ class RuleUpdater:
             "rule_updates_last_1s": len(self._sends),
             "rule_updates_per_s_max": self.max_per_s,
             "flow_mods_sent": self.flow_mods_sent,
+            "ruleset2_flow_mods_sent": self.ruleset2_flow_mods_sent,
+            "fault_no_rate_limit": int(self.fault == FAULT_NO_RATE_LIMIT),
             "flow_mods_in_flight": len(self._batch) if self._batch else 0,
             "flow_mods_refused": self.flow_mods_refused,
             "static_pending": len(self._statics) + self._statics_inflight,

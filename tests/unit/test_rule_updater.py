@@ -7,7 +7,7 @@ import random
 import pytest
 
 from exo_controller.flows import ADD, DELETE, DELETE_STRICT, HASH_MASK, RULESET_CACHE, CacheRule, FlowMod
-from exo_controller.rule_updater import RuleUpdater
+from exo_controller.rule_updater import SEND_GUARD_S, RuleUpdater
 
 PORTS = {"c1": 11, "c2": 12}
 STATICS = [FlowMod(command=ADD, priority=300, cookie=0xE1 << 56 | i, eth_dst=i + 1, out_port=1) for i in range(6)]
@@ -335,8 +335,58 @@ def test_next_wakeup_waits_for_window_and_tokens():
     # first batch: flush + 3 adds (burst 4)
     assert len(b) == 4
     u.batch_done(b, {})
-    assert u.budget(10.5) == 0 and u.next_wakeup(10.5) == pytest.approx(11.0)
-    assert len(u.next_batch(11.0)) == 4
+    # the flow-mods leave the window 1 s + the guard after they were sent
+    assert u.budget(10.5) == 0 and u.next_wakeup(10.5) == pytest.approx(11.0 + SEND_GUARD_S)
+    assert u.budget(11.0) == 0
+    assert len(u.next_batch(11.0 + SEND_GUARD_S)) == 4
+
+
+def test_a_batch_counts_from_when_it_was_handed_over():
+    """The app takes a while to serialise and hand over a batch; the window starts then, so the
+    next batch cannot reach the switch less than 1 s after this one did."""
+    u = RuleUpdater(PORTS, 100, 4.0, [], burst=4)
+    u.switch_connected()
+    u.add([CacheRule(h, "c1") for h in range(1, 10)])
+    b = u.next_batch(10.0)
+    u.mark_sent(b, 10.3)
+    u.batch_done(b, {})
+    assert u.next_wakeup(10.5) == pytest.approx(11.3 + SEND_GUARD_S)
+    assert u.budget(11.0 + SEND_GUARD_S) == 0 and u.budget(11.3 + SEND_GUARD_S) == 4
+    u.mark_sent(b, 99.0)  # not the batch in flight any more: ignored
+    assert u.budget(11.3 + SEND_GUARD_S) == 4
+
+
+def test_fault_no_rate_limit_sends_everything_at_once():
+    """The known-bad controller of the switch-side audit's test: no rate limit, still within C."""
+    sim = Sim(capacity=300, rate=50.0, statics=STATICS, connect=False)
+    sim.u = RuleUpdater(PORTS, 300, 50.0, STATICS, fault="no-rate-limit")
+    sim.u.switch_connected()
+    sim.add(range(1, 401))
+    assert sim.step() and not sim.step()  # one batch; the 100 adds beyond C wait for room
+    assert len(sim.batches[0]) == 1 + len(STATICS) + 300  # flush, statics, then adds up to C
+    m = sim.u.metrics(sim.now)
+    assert m["fault_no_rate_limit"] == 1 and m["rule_updates_per_s_max"] == 307
+    assert m["ruleset2_flow_mods_sent"] == 300 and m["ruleset2_installed"] == 300
+    with pytest.raises(ValueError, match="unknown fault"):
+        RuleUpdater(PORTS, 10, 50.0, fault="slow")
+
+
+def test_ruleset2_kinds_and_count():
+    """What the app's journal records: Ruleset 2 adds, deletes and withdrawals, not statics."""
+    sim = Sim(rate=1000.0)
+    sim.add([1, 2])
+    b = sim.u.next_batch(0.0)
+    assert RuleUpdater.ruleset2_kinds(b) == [None] * (1 + len(STATICS)) + ["add", "add"]
+    assert sim.u.ruleset2_may_hold == 2 and len(sim.u.installed) == 0  # adds in flight count
+    sim.u.batch_done(b, {})
+    sim.remove([1])
+    sim.u.withdraw("c1")
+    b = sim.u.next_batch(1.0)
+    assert RuleUpdater.ruleset2_kinds(b) == ["withdraw"]
+    sim.u.batch_done(b, {})
+    m = sim.u.metrics(1.0)
+    assert m["ruleset2_flow_mods_sent"] == 3 and m["flow_mods_sent"] == 3 + 1 + len(STATICS)
+    assert m["fault_no_rate_limit"] == 0
 
 
 # ---------------------------------------------------------------- withdrawal of a DOWN cache node

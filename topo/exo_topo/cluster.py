@@ -21,7 +21,7 @@ import time
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 from mininet.net import Mininet
 from mininet.node import OVSSwitch, RemoteController
@@ -45,12 +45,17 @@ class ClusterStartError(RuntimeError):
 
 class EmulatedCluster:
     def __init__(self, cfg: ClusterConfig, run_dir: str | Path, build_dir: str | Path | None = None,
-                 config_path: Optional[Path] = None, start_timeout: float = 60.0):
+                 config_path: Optional[Path] = None, start_timeout: float = 60.0,
+                 controller_args: Sequence[str] = ()):
+        """controller_args: extra exo_controller flags (tests pass --fault here)."""
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.build_dir = Path(build_dir or os.environ.get("EXO_BUILD", REPO / "build"))
         self.config_path = config_path
         self.start_timeout = start_timeout
+        self.controller_args = list(controller_args)
+        # The controller's timestamped Ruleset 2 record, read by exo_topo.switch_audit.
+        self.ruleset2_journal = self.run_dir / "controller-ruleset2.jsonl"
         self.net: Optional[Mininet] = None
         self.controller_proc: Optional[subprocess.Popen] = None
         self.node_procs: dict[str, subprocess.Popen] = {}
@@ -79,7 +84,9 @@ class EmulatedCluster:
         cfg_path = self.config_path or self._write_yaml()
         self._started_ovs = ovs.ensure_running()
         ovs.delete_bridge(self.cfg.switch.bridge)  # a crashed earlier run may have left it
-        self._controller_cmd = [sys.executable, "-m", "exo_controller", "--config", str(cfg_path)]
+        self.ruleset2_journal.unlink(missing_ok=True)
+        self._controller_cmd = [sys.executable, "-m", "exo_controller", "--config", str(cfg_path),
+                                "--ruleset2-journal", str(self.ruleset2_journal), *self.controller_args]
         self.controller_proc = self._spawn(None, "controller", self._controller_cmd)
         self._wait_for(self._controller_ok, "controller gRPC")
         self.net = Mininet(
