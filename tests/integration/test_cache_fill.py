@@ -7,8 +7,10 @@
 The cluster starts with empty caches. The test waits until the share of GETs answered by cache
 nodes is stable, swaps the 50 hottest keys with 50 cold ones, and checks that the new hot keys
 get Ruleset 2 rules and are answered by cache nodes while the old ones are evicted, that no read
-was stale, and that the controller never sent more than R rule updates in a second nor held more
-than C cache rules. The per-second timeline is written to results/cache_fill_swap.json.
+was stale, and that from the start of the test's traffic to its end the switch itself
+(exo_topo.switch_audit) never received more than R Ruleset 2 flow-mods in a second nor held more
+than C cache rules, in agreement with the controller's journal. The per-second timeline is
+written to results/cache_fill_swap.json.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import pytest
 from exo_cli.workers import Workers
 from exo_topo.cluster import EmulatedCluster
 from exo_topo.configgen import emulation_config
+from exo_topo.switch_audit import RuleAudit, audit_problems
 from exoskeleton import wire
 from exoskeleton.client import Request
 from exoskeleton.keyhash import key_hash
@@ -102,7 +105,7 @@ def test_cache_fills_itself_and_follows_a_hot_set_swap(fill_cluster):
     keyspace.swap()
     new_hot = keyspace.hottest(HOT)
 
-    with cl.client("client1", window=32) as c:
+    with cl.client("client1", window=32) as c, RuleAudit(cl, name="cache-fill-audit") as audit:
         c.execute([Request(wire.OP_PUT, b"key:%d" % i, b"v%d" % i) for i in range(N_KEYS)], timeout=5.0)
         keys, rules = _cached_and_ruled(cl)
         assert not keys and not rules, "caches must start empty"
@@ -176,7 +179,7 @@ def test_cache_fills_itself_and_follows_a_hot_set_swap(fill_cluster):
         "stable_share_before_swap": round(stable_share, 3), "timeline": timeline,
         "checker": {"writes": checker.writes, "reads": checker.reads, "stale": len(checker.stale),
                     "reads_from_cache": checker.from_cache, "errors": len(checker.errors)},
-        "controller": stats}, indent=1) + "\n")
+        "controller": stats, "rule_audit": audit.result}, indent=1) + "\n")
 
     # Every new hot key is answered; from the cache all but at most two: the selection keeps
     # churning keys near the cut (80 slots, 50 hot keys of similar rates at the bottom), and a
@@ -188,8 +191,14 @@ def test_cache_fills_itself_and_follows_a_hot_set_swap(fill_cluster):
     assert not checker.stale, f"stale reads: {checker.stale[:5]}"
     assert not checker.errors, checker.errors[:5]
     assert checker.reads > 100 and checker.from_cache > 0, "the checker must exercise cached keys"
-    assert 0 < stats["rule_updates_per_s_max"] <= rate_limit
-    assert 0 < stats["ruleset2_max"] <= cl.cfg.switch.cache_rule_capacity
+    # Ruleset 2 during the run, by the switch's own record, which agrees flow-mod for flow-mod
+    # with the controller's journal (a broken limiter fails this: test_rule_limit_audit.py).
+    # The fill runs the limiter at full rate for more than a second, so R is reached, not idled under.
+    sw, capacity = audit.result["switch"], cl.cfg.switch.cache_rule_capacity
+    assert audit_problems(audit.result, rate_limit, capacity) == []
+    assert rate_limit - 5 <= sw["rule_updates_per_s_max"] <= rate_limit, audit.result
+    assert 0 < sw["ruleset2_max"] <= capacity
+    assert sw["by_command"].get("DEL_STRICT", 0) > 0, "the swap must delete old rules"
     # Once the new keys are in, the share comes back to where it was.
     after = [r["share_from_cache"] for r in timeline if r["phase"] == "after"]
     assert max(after) > stable_share - 0.1, timeline

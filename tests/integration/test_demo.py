@@ -21,7 +21,9 @@ def test_short_demo_writes_its_results(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     s = json.loads(out.read_text())
     for field in ("ops", "errors", "gets", "gets_from_cache", "per_node", "latency_us", "flows",
-                  "cache_fill_s", "rule_updates_per_s_max", "ruleset2_max", "series"):
+                  "cache_fill_s", "rule_updates_per_s_max", "ruleset2_max", "series",
+                  "switch_rule_updates_per_s_max", "switch_ruleset2_max", "rule_updates_per_s_max_lifetime",
+                  "ruleset2_max_lifetime", "rule_audit", "rule_audit_problems"):
         assert field in s, field
     assert s["ops"] > 1000 and s["errors"] == 0
     assert 0 < s["gets_from_cache"] < s["gets"]
@@ -33,7 +35,17 @@ def test_short_demo_writes_its_results(tmp_path: Path):
     # The caches started empty and filled themselves, within the switch's limits.
     assert s["cached_hot_keys"] == {}
     assert s["flows"]["ruleset1"] == 9 and s["flows"]["ruleset3"] == 256
-    assert 0 < s["flows"]["ruleset2"] <= s["ruleset2_max"] <= s["cache_rule_capacity"]
-    assert 0 < s["rule_updates_per_s_max"] <= s["rule_update_rate"]
+    # Ruleset 2 during the run, by the switch's own record (exo_topo.switch_audit), which agrees
+    # flow-mod for flow-mod with the controller's journal (a broken limiter fails this:
+    # test_rule_limit_audit.py)
+    audit = s["rule_audit"]
+    assert s["rule_audit_problems"] == [], s["rule_audit_problems"]
+    assert 0 < s["switch_rule_updates_per_s_max"] <= s["rule_update_rate"]
+    assert 0 < audit["switch"]["ruleset2_at_end"] <= s["switch_ruleset2_max"] <= s["cache_rule_capacity"]
+    assert audit["agreement"]["matched"] == audit["controller"]["flow_mods"] == audit["switch"]["flow_mods"] > 0
+    assert 0 < s["flows"]["ruleset2"] <= s["cache_rule_capacity"]
+    # the lifetime figures include the start-up programming of Rulesets 1 and 3
+    assert s["rule_updates_per_s_max"] <= s["rule_updates_per_s_max_lifetime"] <= s["rule_update_rate"]
+    assert s["ruleset2_max"] <= s["ruleset2_max_lifetime"]
     assert s["cache_fill_s"] is not None and 0 < s["cache_fill_s"] < 10
     assert len(s["series"]) >= 10
