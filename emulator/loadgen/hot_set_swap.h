@@ -5,7 +5,7 @@
 // r-1. Split the ranks into the hot block P0 = ranks 1..H and, from the cold end, blocks
 // P_j = ranks n-jH+1 .. n-(j-1)H (j = 1, 2, ...), and call the keys initially at P_j block C_j.
 // Swap s exchanges what P0 holds with what P_s holds, reversed, so the hottest key becomes the
-// coldest of its block (as in client-lib's keyspace.HotSetSwap, whose first swap this matches).
+// coldest of its block (as in harness/exo_harness/keyspace.py's HotSetSwap, whose first swap this matches).
 // After s swaps:
 //   P0  holds C_s reversed        (every hot set is a block never hot before),
 //   P1  holds C_0 reversed        (the original hot keys, sunk to the coldest ranks),

@@ -45,7 +45,7 @@ TEST(HotSetSwap, EveryStateIsABijectionInRange) {
 }
 
 TEST(HotSetSwap, FirstSwapMatchesThePythonKeyspace) {
-  // client-lib/exoskeleton/keyspace.py, test_swap_exchanges_hottest_and_coldest (0-based ranks).
+  // harness/exo_harness/keyspace.py, test_swap_exchanges_hottest_and_coldest (0-based ranks).
   const HotSetSwap m(1000, 50);
   EXPECT_EQ(m.key_for_rank(1, 0), 0u);
   EXPECT_EQ(m.key_for_rank(1, 1), 999u);

@@ -1,6 +1,6 @@
 """The cache fills itself and follows the hot set (docs/cache-fill.md).
 
-    client0  Zipf(0.99) GETs over 2,000 keys (exoskeleton.workload; SIGUSR1 swaps the hot set)
+    client0  Zipf(0.99) GETs over 2,000 keys (exo_harness.workload; SIGUSR1 swaps the hot set)
     client1  this test: reads cluster counters every second, and writes then reads back the keys
              that move in and out of the cache (a read older than its write is a stale read)
 
@@ -27,10 +27,10 @@ from exo_cli.workers import Workers
 from exo_topo.cluster import EmulatedCluster
 from exo_topo.configgen import emulation_config
 from exo_topo.switch_audit import RuleAudit, audit_problems
+from exo_harness.keyspace import HotSetSwap
 from exoskeleton import wire
 from exoskeleton.client import Request
 from exoskeleton.keyhash import key_hash
-from exoskeleton.keyspace import HotSetSwap
 
 from .helpers import CacheShareMeter
 

@@ -8,7 +8,7 @@ import pytest
 
 from exo_chaos import linearizability as lin
 from exo_chaos.linearizability import LINEARIZABLE, UNDECIDED, VIOLATION, check_history
-from exoskeleton.history import History
+from exo_harness.history import History
 
 S = 1_000_000_000
 K = b"k"

@@ -21,9 +21,9 @@ from exo_controller.partitions import slot_of
 from exo_topo.cluster import EmulatedCluster
 from exo_topo.switch_audit import RuleAudit, audit_problems
 from exo_topo.switch_audit import summary as audit_summary
+from exo_harness.keyspace import ZipfRanks, key_name
 from exoproto import control_pb2 as pb
 from exoskeleton.keyhash import key_hash
-from exoskeleton.keyspace import ZipfRanks, key_name
 
 from .workers import Workers
 

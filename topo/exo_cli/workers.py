@@ -1,4 +1,4 @@
-"""Run workload workers (python -m exoskeleton.workload) in client hosts and follow their
+"""Run workload workers (python -m exo_harness.workload) in client hosts and follow their
 JSON-lines progress, so the CLI can draw one progress bar for all of them."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class Workers:
         node = cfg.node(client)
         out = self.cluster.run_dir / f"{self.phase}-{client}.json"
         out.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "exoskeleton.workload", "--iface", node.interface,
+        cmd = [sys.executable, "-m", "exo_harness.workload", "--iface", node.interface,
                "--out", str(out), "--window", str(window), "--mtu", str(cfg.cluster.mtu),
                "--udp-port", str(cfg.cluster.udp_port), "--service-ip", cfg.cluster.service_ip,
                "--seed", str(len(self.procs) + 1), *mode_args]
