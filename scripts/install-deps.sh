@@ -48,7 +48,7 @@ if [ ! -f proto/exoproto/control_pb2_grpc.py ] || [ proto/exoproto/control.proto
   .venv/bin/python -m grpc_tools.protoc -I proto --python_out=proto --grpc_python_out=proto \
     proto/exoproto/control.proto
 fi
-# The resolved cluster config message (messages only; exo_controller.config checks every resolved
+# The resolved cluster config message (messages only; exo_common.config checks every resolved
 # config against it).
 if [ ! -f proto/exoproto/cluster_pb2.py ] || [ proto/exoproto/cluster.proto -nt proto/exoproto/cluster_pb2.py ]; then
   echo "==> generating Python stubs for cluster.proto"

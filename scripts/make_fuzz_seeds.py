@@ -48,7 +48,7 @@ minimal["hot_keys"].update(top_k=7, sample_rate=0.5, segment_ms=100, segments=2,
 minimal["cache_fill"].update(interval_ms=20, min_rate=2.5, report_ttl_ms=900, max_fetch_batch=9)
 configs = [full, minimal]
 try:  # the demo cluster, resolved by the controller's schema (needs its Python dependencies)
-    from exo_controller.config import load_config, resolve
+    from exo_common.config import load_config, resolve
     configs.append(resolve(load_config(root / "configs" / "demo.yaml")))
 except Exception as e:  # noqa: BLE001 - seeds are a help, not a requirement
     print(f"make_fuzz_seeds: demo config not resolved ({e}); fixture configs only", file=sys.stderr)

@@ -187,6 +187,12 @@ def static_flowmods(cfg) -> list[FlowMod]:
     return node_flowmods(cfg) + partition_flowmods(cfg)
 
 
+def table_flow_limit(cfg) -> int:
+    """What to give OVS as Flow_Table flow_limit for table 0: the static rules (one per node,
+    ARP, 2^partition_bits) plus C, so the C+1th Ruleset 2 rule is refused as on a full switch."""
+    return len(static_flowmods(cfg)) + cfg.switch.cache_rule_capacity
+
+
 # ---------------------------------------------------------------- Ruleset 2: the cache rule book
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from .config import ConfigError, load_config
+from exo_common.config import ConfigError, load_config
 from .rule_updater import FAULTS
 
 LOG = logging.getLogger("exo_controller")
@@ -16,7 +16,7 @@ LOG = logging.getLogger("exo_controller")
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m exo_controller", description=__doc__)
-    p.add_argument("--config", required=True, help="cluster YAML (see controller/exo_controller/config.py)")
+    p.add_argument("--config", required=True, help="cluster YAML (see common/exo_common/config.py)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--barrier-timeout", type=float, default=2.0,
                    help="seconds to wait for the barrier after a batch of flow-mods before resending it (default 2)")

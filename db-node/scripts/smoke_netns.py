@@ -58,7 +58,7 @@ def cleanup() -> None:
 def cluster_json(threads: int = 2) -> dict:
     """The cluster as the node reads it: resolved by the controller's schema, as `exo config
     resolve` does (the node requires every field of proto/exoproto/cluster.proto)."""
-    from exo_controller.config import parse_config, resolve
+    from exo_common.config import parse_config, resolve
     return resolve(parse_config({
         "cluster": {"name": "exodb", "mtu": 1500, "udp_port": PORT, "service_ip": "10.0.0.254"},
         "switch": {"partition_bits": 1},

@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Iterable
 
-from exo_controller.config import ClusterConfig, parse_config
+from exo_common.config import ClusterConfig, parse_config
 from exo_topo.configgen import emulation_config_dict
 from exoproto import control_pb2 as pb
 

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from exo_controller.config import CacheFillSection, HotKeysSection, SwitchSection
+from exo_common.config import CacheFillSection, HotKeysSection, SwitchSection
 
 from .throughput import Cluster
 

@@ -9,7 +9,7 @@ its owner follows from the hash in one of two ways:
         with perfectly even arcs, as with very many virtual nodes. The default: the thesis's
         emulator gives every wimpy node the same share, and a cache cannot fix an uneven split
         of the *tail* (no cache size makes a node with 1.3/N of the hash space reach the others).
-  ring  the controller's own partition table (exo_controller.partitions.partition_table: 2^bits
+  ring  the controller's own partition table (exo_common.partitions.partition_table: 2^bits
         slots, `vnodes` points per node on the ring), exactly what Ruleset 3 installs.
 
 Only explicitly modelled keys (the hottest ranks, and in the dynamic run the swapped ones) are
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from exo_controller.partitions import partition_table
+from exo_common.partitions import partition_table
 from exoskeleton.keyhash import HASH_BITS, key_hash
 
 KEY_WIDTH = 16

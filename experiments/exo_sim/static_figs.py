@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from exo_controller.config import SwitchSection
+from exo_common.config import SwitchSection
 
 from .baselines import NOTES, SYSTEMS, WITH_IDEAL
 from .common import MODEL_NOTES, Scale, alpha_key, fill_defaults, progress

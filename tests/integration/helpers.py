@@ -1,7 +1,7 @@
 """Helpers shared by the Mininet integration tests."""
 from __future__ import annotations
 
-from exo_controller.partitions import slot_of
+from exo_common.partitions import slot_of
 from exoskeleton.keyhash import key_hash, mac_bytes
 
 

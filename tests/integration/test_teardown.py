@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exo_controller.config import parse_config
+from exo_common.config import parse_config
 from exo_topo.cluster import ClusterStartError, EmulatedCluster
 from exo_topo.configgen import emulation_config, emulation_config_dict
 

@@ -35,5 +35,5 @@ def cluster_dict():
 
 @pytest.fixture
 def cfg(cluster_dict):
-    from exo_controller.config import parse_config
+    from exo_common.config import parse_config
     return parse_config(cluster_dict)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from exo_controller.config import ConfigError, load_config, parse_config, resolve, write_resolved
+from exo_common.config import ConfigError, load_config, parse_config, resolve, write_resolved
 
 REPO = Path(__file__).parents[2]
 
@@ -191,7 +191,7 @@ def test_emulation_section_is_strict(cluster_dict):
 
 def test_bounded_load_partitions_balance_exactly():
     from collections import Counter
-    from exo_controller.partitions import partition_table
+    from exo_common.partitions import partition_table
     names = [f"db{i}" for i in range(32)]
     plain = partition_table(names, 10, 64)
     assert max(Counter(plain).values()) > 32  # the plain ring is uneven at this size
@@ -233,7 +233,7 @@ def test_resolved_config_is_a_resolved_cluster_message(cluster_dict):
 def test_check_resolved_rejects_drift(cluster_dict):
     """The known-bad inputs: a field the schema writes that the message lacks, a message field the
     schema does not write, and a value the message's type cannot hold."""
-    from exo_controller.config import check_resolved
+    from exo_common.config import check_resolved
     out = resolve(parse_config(cluster_dict))
     extra = json.loads(json.dumps(out))
     extra["db_nodes"][1]["numa_node"] = 0

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from exo_controller.config_reference import render
+from exo_common.config_reference import render
 
 
 def test_config_reference_doc_is_generated_from_the_schema():

@@ -14,7 +14,7 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from exo_controller.app import ExoControllerApp, SwitchNotConnected, SwitchTimeout
-from exo_controller.config import parse_config
+from exo_common.config import parse_config
 from exo_controller.flows import CacheRule, make_cookie
 from exo_controller.grpc_service import ControllerServicer
 from exoproto import control_pb2

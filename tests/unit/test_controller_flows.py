@@ -6,10 +6,10 @@ import random
 import pytest
 
 from exo_controller import flows
-from exo_controller.config import parse_config
+from exo_common.config import parse_config
 from exo_controller.flows import (ADD, DELETE, DELETE_STRICT, CacheRule, CacheRuleBook, FlowMod, mac_to_int,
                                   ruleset_of_cookie)
-from exo_controller.partitions import slot_of
+from exo_common.partitions import slot_of
 from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, request_mac
 
 

@@ -11,7 +11,7 @@ import pytest
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from exo_controller.app import ExoControllerApp
-from exo_controller.config import parse_config
+from exo_common.config import parse_config
 from exo_controller.flows import CacheRule, make_cookie
 from exo_controller.grpc_service import ControllerServicer
 from exo_controller.liveness import DOWN, REJOINING, UP

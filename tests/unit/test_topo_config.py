@@ -1,7 +1,7 @@
 """The emulation config generator and the demo's hot-key assignment."""
 from exo_topo.configgen import emulation_config
 from exo_cli.demo import hot_keys_by_cache_node
-from exo_controller.partitions import slot_of
+from exo_common.partitions import slot_of
 from exoskeleton.keyhash import key_hash
 
 

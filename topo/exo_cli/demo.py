@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from exo_controller.config import ClusterConfig, load_config
-from exo_controller.partitions import slot_of
+from exo_common.config import ClusterConfig, load_config
+from exo_common.partitions import slot_of
 from exo_topo.cluster import EmulatedCluster
 from exo_topo.switch_audit import RuleAudit, audit_problems
 from exo_topo.switch_audit import summary as audit_summary

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from exo_controller.config import ConfigError, load_config, resolve
+from exo_common.config import ConfigError, load_config, resolve
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,7 +54,7 @@ def cmd_config(args) -> int:
 
 
 def cmd_reference(args) -> int:
-    from exo_controller.config_reference import render
+    from exo_common.config_reference import render
     sys.stdout.write(render())
     return 0
 

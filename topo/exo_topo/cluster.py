@@ -26,7 +26,8 @@ from typing import Iterator, Optional, Sequence
 from mininet.net import Mininet
 from mininet.node import OVSSwitch, RemoteController
 
-from exo_controller.config import ClusterConfig, write_resolved
+from exo_common.config import ClusterConfig, write_resolved
+from exo_controller.flows import table_flow_limit
 from exoskeleton import Client
 
 from . import ovs
@@ -97,7 +98,7 @@ class EmulatedCluster:
             autoSetMacs=False, autoStaticArp=True, waitConnected=False)
         self.net.start()
         # Table 0 holds the static rules plus C cache rules, like a hardware switch's L2 table.
-        ovs.set_flow_limit(self.cfg.switch.bridge, self.cfg.flow_limit())
+        ovs.set_flow_limit(self.cfg.switch.bridge, table_flow_limit(self.cfg))
         self._set_mtu()
         self._wait_for(self._switch_ready, "switch connected with Rulesets 1 and 3")
         for node in self.cfg.db_nodes:

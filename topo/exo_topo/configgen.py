@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from exo_controller.config import ClusterConfig, parse_config
+from exo_common.config import ClusterConfig, parse_config
 
 KIND = {"cache": 1, "db": 2, "client": 3}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from mininet.topo import Topo
 
-from exo_controller.config import ClusterConfig
+from exo_common.config import ClusterConfig
 
 
 class ExoTopo(Topo):

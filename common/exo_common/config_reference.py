@@ -40,7 +40,7 @@ def _default(field) -> str:
 
 def render() -> str:
     lines = ["# Cluster config reference", "",
-             "Generated from `controller/exo_controller/config.py` by "
+             "Generated from `common/exo_common/config.py` by "
              "`exo config reference`; do not edit by hand. Unknown keys are errors.", ""]
     for name, model, blurb in SECTIONS:
         lines += [f"## `{name}`", "", blurb, "", "| key | default | meaning |", "|---|---|---|"]

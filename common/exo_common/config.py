@@ -51,7 +51,7 @@ class SwitchSection(_Strict):
     fast_add_fraction: float = Field(0.1, ge=0, lt=1, description="Share of C kept as the fast-add buffer: cache nodes together select at most C*(1-fraction) keys, so adds can run ahead of deferred deletes (docs/cache-fill.md).")
     partition_bits: int = Field(8, ge=1, le=12, description="Ruleset 3 has 2^bits wildcard rules (hash-space slots).")
     virtual_nodes: int = Field(64, ge=1, le=1024, description="Points per db node on the consistent-hash ring.")
-    max_partition_load: float = Field(0.0, ge=0, description="0: plain consistent hashing (few slots per node make it uneven). >= 1: bounded loads, no db node owns more than ceil(this x slots / nodes) slots; 1 balances exactly (controller/exo_controller/partitions.py).")
+    max_partition_load: float = Field(0.0, ge=0, description="0: plain consistent hashing (few slots per node make it uneven). >= 1: bounded loads, no db node owns more than ceil(this x slots / nodes) slots; 1 balances exactly (common/exo_common/partitions.py).")
 
 
 class HotKeysSection(_Strict):
@@ -220,15 +220,6 @@ class ClusterConfig(_Strict):
     def selectable_rules(self) -> int:
         """Ruleset 2 rules outside the fast-add buffer: what cache nodes may select together."""
         return int(self.switch.cache_rule_capacity * (1 - self.switch.fast_add_fraction))
-
-    def static_rule_count(self) -> int:
-        """Flows in table 0 besides Ruleset 2: one per node, ARP, and 2^partition_bits."""
-        from .flows import static_flowmods  # flows builds them from a config: no import cycle at load
-        return len(static_flowmods(self))
-
-    def flow_limit(self) -> int:
-        """What to give OVS as Flow_Table flow_limit for table 0: static rules plus C."""
-        return self.static_rule_count() + self.switch.cache_rule_capacity
 
     def cache_node_for_db(self, db_name: str) -> Optional[str]:
         if not self.cache_nodes:
