@@ -96,15 +96,13 @@ grpc::Status ControlService::ForgetCacheNode(grpc::ServerContext*,
 grpc::Status ControlService::Stats(grpc::ServerContext*, const exo::StatsRequest*,
                                    exo::StatsReply* rep) {
   rep->set_node(node_name_);
-  const CounterValues v = all_.sum();
-  for (size_t i = 0; i < kNumCounters; ++i) {
+  Gauges gauges;
+  gauges.cached_keys = cached_.size();
+  for (const auto& [name, value] : flatten(all_.sum(), gauges)) {
     exo::Counter* c = rep->add_counters();
-    c->set_name(kCounterDescs[i].name);
-    c->set_value(v[i]);
+    c->set_name(name);
+    c->set_value(value);
   }
-  exo::Counter* g = rep->add_counters();
-  g->set_name("cached_keys");
-  g->set_value(cached_.size());
   if (extra_stats_)
     for (const auto& [name, value] : extra_stats_()) {
       exo::Counter* e = rep->add_counters();

@@ -63,11 +63,7 @@ std::unique_ptr<Emulator> Emulator::build(const Cluster& cluster, const std::str
     // Process-wide figures in every hosted node's Stats (the same values in each: not to be
     // summed over nodes), so an operator polling one node sees what the process drops.
     Emulator* self = e.get();
-    n->parts->service.set_extra_stats([self] {
-      const EmulatorTotals t = self->totals();
-      return std::vector<std::pair<std::string, uint64_t>>{
-          {"emulator_rx_frames", t.rx_frames}, {"emulator_unrouted", t.unrouted}};
-    });
+    n->parts->service.set_extra_stats([self] { return self->process_stats(); });
     e->nodes_.push_back(std::move(n));
   }
   return e;
@@ -144,6 +140,20 @@ void Emulator::resolve_all() {
 
 void Emulator::sweep_all() {
   for (auto& n : nodes_) n->parts->sweep_once();
+}
+
+std::vector<std::pair<std::string, uint64_t>> Emulator::process_stats() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+#define EXO_X(n, k, h) out.emplace_back(std::string(kEmulatorStatsPrefix) + #n, 0);
+  EXO_EMULATOR_COUNTERS(EXO_X)
+#undef EXO_X
+  for (const LaneCounters& lc : lane_counters_) {
+    size_t i = 0;
+#define EXO_X(n, k, h) out[i++].second += lc.n.load(std::memory_order_relaxed);
+    EXO_EMULATOR_COUNTERS(EXO_X)
+#undef EXO_X
+  }
+  return out;
 }
 
 EmulatorTotals Emulator::totals() const {

@@ -18,9 +18,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cluster.h"
+#include "counter_list.h"
 #include "counters.h"
 #include "demux.h"
 #include "fixed_value_store.h"
@@ -40,12 +42,18 @@ std::vector<uint32_t> hosted_nodes(const Cluster& cluster, const std::string& na
 // that is more (a wimpy's RX ring absorbs about that much before it overflows).
 double bucket_depth(double rate_rps, uint32_t burst);
 
-// Process-wide counters of one lane (written by its lcore only).
+// Process-wide counters of one lane (written by its lcore only), generated from
+// EXO_EMULATOR_COUNTERS in proto/cpp/counter_list.h.
 struct alignas(64) LaneCounters {
-  std::atomic<uint64_t> rx_frames{0};  // every frame the lane read
-  std::atomic<uint64_t> unrouted{0};   // foreign frames (Demux kForeign): dropped
-  std::atomic<uint64_t> own_tx{0};     // our own replies seen again by the capture socket
+#define EXO_X(n, k, h) std::atomic<uint64_t> n{0};
+  EXO_EMULATOR_COUNTERS(EXO_X)
+#undef EXO_X
 };
+
+// The process-wide counters, in the order every hosted node's Stats appends them.
+inline constexpr CounterDesc kEmulatorCounterDescs[] = {EXO_EMULATOR_COUNTERS(EXO_COUNTER_DESC)};
+// Their Stats names: emulator_<name>.
+inline constexpr const char* kEmulatorStatsPrefix = "emulator_";
 
 // Totals over every lane and hosted node.
 struct EmulatorTotals {
@@ -95,6 +103,9 @@ class Emulator {
   const FixedValueStore& store() const { return store_; }
   const Demux& demux() const { return demux_; }
   EmulatorTotals totals() const;
+  // The process-wide counters summed over lanes, as (emulator_<name>, value) in
+  // kEmulatorCounterDescs order: what every hosted node's Stats appends.
+  std::vector<std::pair<std::string, uint64_t>> process_stats() const;
 
  private:
   struct alignas(64) Limiter {

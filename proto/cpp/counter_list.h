@@ -1,0 +1,139 @@
+// Every counter a C++ program reports in its Stats RPC, declared once (Pelikan style): one
+// X(name, kind, help) line per counter. Generated from these lists: the storage of each program
+// (cache-node/src/counters.h, db-node/src/counters.h, the emulator's LaneCounters in
+// emulator/src/emulator.h), the names and order of the Stats replies, and the counters tables
+// in docs/operations.md (tests/counter_list_test.cc fails while a table differs from its list,
+// and rewrites them when run with EXO_UPDATE_DOCS=1). A new counter is one line here plus its
+// bump site.
+//
+// kind: COUNTER only grows (a rate is its difference over time; sums over threads and nodes
+// make sense); GAUGE is a level (how many now), read or set at Stats time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+// ---- cache node (exo-cache-node) ----
+
+// Data-plane counters: one copy per lcore, which is its only writer; summed on read.
+#define EXO_CACHE_DP_COUNTERS(X)                                                                 \
+  X(rx_frames, COUNTER, "frames received")                                                       \
+  X(tx_frames, COUNTER, "frames handed to the NIC (replies + forwarded misses)")                 \
+  X(tx_dropped, COUNTER, "frames the NIC TX queue refused (freed)")                              \
+  X(ignored, COUNTER, "frames not for us: foreign dst prefix, own src MAC, other UDP port")      \
+  X(malformed_dropped, COUNTER,                                                                  \
+    "frames with our prefix that failed parsing, are not GETs or are longer than 14 + mtu: "    \
+    "dropped, never answered")                                                                   \
+  X(gets, COUNTER, "well-formed GET requests")                                                   \
+  X(hits, COUNTER, "GETs answered from memory")                                                  \
+  X(forwarded_misses, COUNTER,                                                                   \
+    "GETs forwarded to the db node, prefix 0xAA -> 0xBA (not cached, or pending a write)")       \
+  X(requests_served, COUNTER, "replies sent by this node")                                       \
+  X(rate_limited, COUNTER,                                                                       \
+    "frames dropped on arrival by cache_nodes[].rate_limit_rps (scaled experiments; 0 on a "    \
+    "deployment)")
+
+// Control-plane counters: bumped by gRPC handler threads, hence atomic.
+#define EXO_CACHE_CP_COUNTERS(X)                                                                  \
+  X(cached_inserts, COUNTER, "keys inserted by Cache()")                                         \
+  X(evictions, COUNTER, "entries removed by Evict() or LRU capacity")                            \
+  X(prepares, COUNTER, "Prepare() that marked a held key pending")                               \
+  X(commits, COUNTER, "Commit() applied")                                                         \
+  X(aborts, COUNTER, "Abort() applied")                                                           \
+  X(reports_received, COUNTER, "REPORTs from db nodes accepted into the hot list")               \
+  X(reports_rejected, COUNTER, "REPORTs refused: unknown db node, bad key or rate")              \
+  X(fill_rounds, COUNTER, "selection rounds run by the filler")                                  \
+  X(fill_admitted, COUNTER, "keys the filler admitted (inserted, or a retirement cancelled)")    \
+  X(fill_evicted, COUNTER, "keys the filler marked retiring")                                    \
+  X(fill_fetch_failed, COUNTER, "keys the filler could not fetch (db node unreachable)")         \
+  X(fill_rule_errors, COUNTER, "failed AddCacheRules/RemoveCacheRules calls of the filler/retirer") \
+  X(retired, COUNTER, "retiring entries erased after their rule was removed")                    \
+  X(resets, COUNTER, "Reset() calls: every entry dropped after the controller had declared us dead")
+
+// Gauges: read at Stats() time, not accumulated.
+#define EXO_CACHE_GAUGES(X)                                                            \
+  X(entries, GAUGE, "keys in the map")                                                 \
+  X(pending, GAUGE, "keys with a prepared, uncommitted write")                         \
+  X(hot_list_keys, GAUGE, "keys in the db nodes' latest REPORTs")                      \
+  X(retiring, GAUGE, "entries whose rule removal is queued or in flight")              \
+  X(threshold_milli, GAUGE, "the filler's last admission threshold x 1000 (req/s)")
+
+// ---- db node (exo-db-node, and every node an exo-emulator hosts) ----
+
+// One block per packet thread (its only writer) plus shared blocks; summed on read.
+#define EXO_DB_COUNTERS(X)                                                                          \
+  X(rx_frames, COUNTER, "frames read from the packet sockets")                                      \
+  X(ignored, COUNTER, "frames that are not Exoskeleton requests (dst MAC prefix or UDP port)")      \
+  X(malformed_dropped, COUNTER, "request frames that failed validation (or were replies); dropped") \
+  X(gets, COUNTER, "GET requests")                                                                  \
+  X(puts, COUNTER, "PUT requests")                                                                  \
+  X(deletes, COUNTER, "DELETE requests")                                                            \
+  X(not_found, COUNTER, "GETs answered NOT_FOUND")                                                  \
+  X(misrouted, COUNTER,                                                                             \
+    "requests for keys this node does not own (served anyway; a sign of a config mismatch)")       \
+  X(forwarded_gets, COUNTER,                                                                        \
+    "GETs a cache node forwarded (FORWARDED flag): a rule that outlived its entry, or a pending "  \
+    "write")                                                                                        \
+  X(errors, COUNTER, "requests answered ERROR, and failed reads or marks during Fetch")             \
+  X(writes_propagated, COUNTER, "writes to cached keys committed on the cache node (Prepare/Commit)") \
+  X(requests_served, COUNTER, "replies sent")                                                       \
+  X(tx_errors, COUNTER, "replies the socket did not accept")                                        \
+  X(fetched_keys, COUNTER, "keys handed to a cache node by Fetch (and now tracked)")                \
+  X(evicted_keys, COUNTER, "keys untracked by Evict")                                               \
+  X(hot_sampled, COUNTER, "GETs sampled into the hot-key detector")                                 \
+  X(reports_sent, COUNTER, "REPORTs the cache node accepted")                                       \
+  X(report_errors, COUNTER, "REPORTs that failed or were refused")                                  \
+  X(duplicate_writes, COUNTER, "resent writes already answered: the recorded status, not re-applied") \
+  X(busy_writes, COUNTER, "writes answered BUSY: not applied, the client retries")                  \
+  X(commits_deferred, COUNTER,                                                                      \
+    "writes committed here whose Commit RPC failed: answered OK, Commit left to the resolver")     \
+  X(txns_recovered, COUNTER, "undelivered Commit/Abort decisions found at start-up")                \
+  X(resolver_pending, GAUGE,                                                                        \
+    "Commit/Abort decisions the resolver still has to deliver (set in the resolver's block only)") \
+  X(resolver_resolved, COUNTER, "Commit/Abort decisions the resolver delivered (definitive answer)") \
+  X(rate_limited, COUNTER,                                                                          \
+    "requests the wimpy emulator dropped on arrival: over the node's "                             \
+    "emulation.db_rate_limit_rps (always 0 on a real db node)")
+
+// Gauges read at Stats() time, after the blocks' sums.
+#define EXO_DB_GAUGES(X) X(cached_keys, GAUGE, "keys a cache node currently holds from this node")
+
+// ---- wimpy emulator (exo-emulator): process-wide, one block per lane ----
+// Reported by every hosted node after the db node's counters, as emulator_<name>, with the same
+// values in each (not to be summed over nodes), so an operator polling one node sees what the
+// whole process received and dropped.
+#define EXO_EMULATOR_COUNTERS(X)                                                        \
+  X(rx_frames, COUNTER, "frames the process received, all lanes")                        \
+  X(unrouted, COUNTER, "frames for no hosted node (foreign dst MAC): dropped")           \
+  X(own_tx, COUNTER, "the process's own replies seen again by the capture socket: dropped")
+
+namespace exo {
+
+enum class CounterKind : uint8_t { COUNTER, GAUGE };
+
+// One list entry: what a Stats reply names, and what the docs say about it.
+struct CounterDesc {
+  const char* name;
+  CounterKind kind;
+  const char* help;
+};
+
+// X-macro helper: `EXO_COUNTER_DESC` expands a list into CounterDesc initialisers.
+#define EXO_COUNTER_DESC(name, kind, help) ::exo::CounterDesc{#name, ::exo::CounterKind::kind, help},
+
+// Single-writer increment: a plain relaxed load + store, which compiles to the same add as a
+// bare uint64_t (no locked instruction) but is not a data race with concurrent readers. Only the
+// counter's one writer (its lcore or packet thread) may call it.
+inline void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+// Multi-writer increment, for a block shared by gRPC handler threads.
+inline void add_shared(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.fetch_add(n, std::memory_order_relaxed);
+}
+
+// Gauge update; the caller serializes the writers of this gauge.
+inline void set_gauge(std::atomic<uint64_t>& c, uint64_t v) { c.store(v, std::memory_order_relaxed); }
+
+}  // namespace exo
