@@ -11,7 +11,7 @@
 #include "exoproto/cluster.pb.h"
 
 // The file's shape, names and types are proto/exoproto/cluster.proto's; meanings, defaults and
-// ranges are the Python schema's (controller/exo_controller/config.py), which validated the
+// ranges are the Python schema's (common/exo_common/config.py), which validated the
 // config before resolving it. This reader adds only what protects a node from a file it cannot
 // run from (hand-edited, truncated, written by another version): every field present, numbers
 // finite and in the range the node's code assumes, names that resolve.

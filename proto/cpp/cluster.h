@@ -1,5 +1,5 @@
 // The resolved cluster description the nodes run from: the JSON written by
-// `exo config resolve` (controller/exo_controller/config.py validates the YAML and adds the
+// `exo config resolve` (common/exo_common/config.py validates the YAML and adds the
 // partition table, so consistent hashing is computed in exactly one place). Its shape is the
 // ResolvedCluster message of proto/exoproto/cluster.proto; these structs are the nodes' view of
 // it.
