@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from .recovery import recovery_times
+from .recovery import summarise, swap_recoveries
 from .runner import Workload, loadgen_cmd, run_loadgen
 from .scale import THESIS, Scale
 
@@ -27,22 +27,19 @@ def run_dynamic(cl, scale: Scale, rate: float, swaps: int, out_dir: Path, alpha:
     out = out_dir / "fig4_4-loadgen.json"
     rep = run_loadgen(cl, loadgen_cmd(cl, rate, duration, wl, out, scale, bin_ms=BIN_MS),
                       timeout=duration + 120, log_name="loadgen-fig4_4")
-    bins = rep["seconds"]
+    # the drain's bins (nothing sent) are not part of the series: a swap's window ends with the sending
+    bins = [b for b in rep["seconds"] if b["t"] < duration]
     bin_s = BIN_MS / 1000
     t = [b["t"] for b in bins]
     answered = [b["answered"] / bin_s for b in bins]
     from_cache = [b["from_cache"] / bin_s for b in bins]
     swap_at = [every * (k + 1) for k in range(swaps)]
-    rec = recovery_times(t, answered, swap_at, bin_s)
-    got = [r for r in rec if r is not None]
+    per_swap = swap_recoveries(t, answered, swap_at, bin_s, from_cache_rps=from_cache)
     ctl = cl.stubs.controller_stats()
     return {"offered_rps": rate, "alpha": alpha, "bin_s": bin_s, "swap_at_s": swap_at,
             "swap_keys": THESIS["swap_keys"], "rule_updates_per_s": cl.cfg.switch.rule_update_rate,
             "t": t, "answered_rps": [round(a, 1) for a in answered],
             "from_cache_rps": [round(a, 1) for a in from_cache],
-            "recovery_s": rec,
-            "recovery_s_mean": round(sum(got) / len(got), 3) if got else None,
-            "recovery_s_max": max(got) if got else None,
-            "not_recovered": sum(r is None for r in rec),
+            **summarise(per_swap), "swaps": per_swap,
             "rule_updates_per_s_max": ctl.get("rule_updates_per_s_max"),
             "totals": rep["totals"]}
