@@ -113,6 +113,36 @@ control = [
 ]
 seeds("control_fuzz", control)
 
+# ---- cache node key table: [op][arg] pairs (cache-node/fuzz/key_table_fuzz.cc) ----
+(K_CACHE, K_FILL, K_VICTIM, K_TAKE, K_REMOVED, K_DONE, K_EVICT, K_DROP, K_RESET, K_PREPARE, K_COMMIT,
+ K_ABORT, K_COMMIT_PREPARED, K_ABORT_PREPARED, K_FETCH_DONE, K_STRAY) = range(16)
+NEW_BATCH, ROOM = 0x80, 0x04
+
+
+def ev(*pairs):
+    return bytes(b for p in pairs for b in p)
+
+
+def txarg(key, txid):
+    return key | txid << 2
+
+
+seeds("key_table_fuzz", [
+    # fill three keys, retire one through the retire thread's steps, a write on another, then an
+    # insert that pushes an entry out
+    ev((K_CACHE, 0 | NEW_BATCH), (K_CACHE, 1), (K_FILL, 2 | ROOM), (K_FETCH_DONE, 0), (K_VICTIM, 0),
+       (K_TAKE, 0), (K_PREPARE, txarg(1, 5)), (K_COMMIT_PREPARED, 1), (K_REMOVED, 0), (K_DONE, 0),
+       (K_CACHE, 3 | NEW_BATCH), (K_CACHE, 0), (K_FETCH_DONE, 0), (K_DONE, 0), (K_STRAY, 1)),
+    # writes prepared and committed while fetching, an older Prepare refused, a DELETE committed
+    ev((K_CACHE, 0 | NEW_BATCH), (K_CACHE, 1), (K_PREPARE, txarg(0, 8)), (K_PREPARE, txarg(0, 6)),
+       (K_COMMIT_PREPARED, 0), (K_PREPARE, txarg(1, 9)), (K_COMMIT_PREPARED, 1), (K_FETCH_DONE, 0),
+       (K_PREPARE, txarg(0, 12)), (K_ABORT, txarg(0, 13)), (K_ABORT_PREPARED, 0)),
+    # Evict and Reset during FETCHes, a removal in flight across a Reset
+    ev((K_FILL, 0 | ROOM | NEW_BATCH), (K_FILL, 1 | ROOM | NEW_BATCH), (K_EVICT, 0), (K_FETCH_DONE, 1),
+       (K_VICTIM, 1), (K_TAKE, 0), (K_CACHE, 2 | NEW_BATCH), (K_RESET, 0), (K_FETCH_DONE, 0),
+       (K_CACHE, 1), (K_REMOVED, 1), (K_DONE, 0), (K_DONE, 0), (K_CACHE, 1 | NEW_BATCH)),
+])
+
 # ---- db node control plane: same step format (db-node/fuzz/control_fuzz.cc) ----
 D_FETCH, D_EVICT, D_FORGET, D_STATS, D_HOTKEYS, D_FAULTS, D_SEED, D_DECISION = range(8)
 

@@ -18,6 +18,7 @@ FUZZERS=(
   proto/cpp/cluster_parse_fuzz:10          # the resolved cluster config (JSON)
   cache-node/eal_args_fuzz:10              # cache_nodes[].lcores -> EAL argv
   cache-node/control_fuzz:15               # the cache node's CacheNode RPC handlers + filler
+  cache-node/key_table_fuzz:10             # the cache node's key table (key lifecycle + 2PC)
   db-node/db_control_fuzz:15               # the db node's DbNode RPC handlers
   emulator/emulator_fuzz:15                # the wimpy emulator's demux + rate limit + db handler
 )

@@ -71,7 +71,7 @@ grpc::Status ControlService::finish_tx(const TxRequest& req, TxReply* reply, boo
   auto& map = state_.map;
   std::atomic<uint64_t>& applied = commit ? cp_.commits : cp_.aborts;
   const LruMap::Entry* e = map.find(req.key());
-  const uint64_t held_txid = e ? e->txid : 0;
+  const uint64_t held_txid = e ? e->prepared.txid : 0;
   switch (commit ? map.commit(req.key(), req.txid()) : map.abort(req.key(), req.txid())) {
     case LruMap::TxResult::kErased:
       // A committed DELETE took the entry; its rule is still on the switch. The retire thread

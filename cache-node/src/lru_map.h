@@ -1,5 +1,7 @@
 // The cache node's in-memory map: fixed capacity, LRU eviction, a per-key hit counter and a
-// per-entry 'pending' marker for prepared (two-phase) writes (thesis 3.4.2, 3.8).
+// per-entry 'pending' marker for prepared (two-phase) writes (thesis 3.4.2, 3.8). The map only
+// stores; when a write is prepared, committed or aborted is decided by the key table
+// (key_table/key_table.h), which owns every key's lifecycle.
 //
 // Why a hand-rolled table instead of std::unordered_map: the data plane prefetches the bucket of
 // every key in an RX burst before looking any of them up (MICA-style batching), which needs a
@@ -14,8 +16,10 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "key_table/prepared_write.h"
 #include "keyhash.h"
 
 namespace exo::cache {
@@ -29,15 +33,13 @@ class LruMap {
     std::string value;
     uint64_t hash = 0;
     uint64_t hits = 0;  // frequency counter: GET hits since insert
-    bool pending = false;
-    uint64_t txid = 0;  // valid while pending
-    bool pending_delete = false;
-    std::string pending_value;
+    bool pending = false;    // a write is prepared: the data plane forwards GETs for the key
+    PreparedWrite prepared;  // valid while pending
     uint32_t bucket_next = kNil;
     uint32_t prev = kNil, next = kNil;  // LRU list: prev towards MRU, next towards LRU
   };
 
-  enum class TxResult { kOk, kNotHeld, kNoPending, kTxidMismatch, kBusy, kErased };
+  enum class TxResult { kOk, kNotHeld, kNoPending, kTxidMismatch, kBusy, kErased };  // TEMP
 
   static uint64_t hash_of(std::string_view key) {
     return exo::key_hash({reinterpret_cast<const uint8_t*>(key.data()), key.size()});
@@ -103,8 +105,7 @@ class LruMap {
     e.hash = hash;
     e.hits = 0;
     e.pending = false;
-    e.pending_delete = false;
-    e.pending_value.clear();
+    e.prepared = {};
     e.bucket_next = buckets_[hash & mask_];
     buckets_[hash & mask_] = i;
     link_front(i);
@@ -148,59 +149,53 @@ class LruMap {
     for (uint32_t i = head_; i != kNil; i = pool_[i].next) f(pool_[i]);
   }
 
-  // ---- two-phase writes (thesis 3.4.2) ----
-  // Prepare marks a held key pending; the data plane forwards GETs for it until Commit/Abort.
-  // A second Prepare with another txid is refused (kBusy): the db node serialises writes per key.
+  // ---- the prepared write of an entry (decided by KeyTable, kept here for the data plane) ----
+  void set_pending(Entry& e, PreparedWrite w) {
+    if (!e.pending) ++pending_;
+    e.pending = true;
+    e.prepared = std::move(w);
+  }
+
+  void clear_pending(Entry& e) {
+    if (e.pending) --pending_;
+    e.pending = false;
+    e.prepared.is_delete = false;
+    e.prepared.value.clear();
+    e.prepared.value.shrink_to_fit();
+  }
+
+  // TEMP: the old entry-level 2PC calls, until their callers use KeyTable.
   TxResult prepare(std::string_view key, uint64_t txid, bool is_delete, std::string_view value) {
     Entry* e = find(key);
     if (!e) return TxResult::kNotHeld;
-    // A newer txid supersedes an older pending one: the owning db node resolves (delivers
-    // Commit/Abort for) a key's earlier transaction before it prepares a new one, so an older
-    // txid still pending here is one whose Prepare arrived late, after its Abort was answered
-    // "nothing pending". Refusing would make every later write of the key BUSY for good.
-    if (e->pending && e->txid > txid) return TxResult::kBusy;
-    if (!e->pending) ++pending_;
-    e->pending = true;
-    e->txid = txid;
-    e->pending_delete = is_delete;
-    e->pending_value.assign(value);
+    if (check_prepare(e->pending ? &e->prepared : nullptr, txid) != TxCheck::kOk) return TxResult::kBusy;
+    set_pending(*e, PreparedWrite{txid, is_delete, std::string(value)});
     return TxResult::kOk;
   }
-
-  // Applies the prepared write: new value, or erase on delete (kErased).
   TxResult commit(std::string_view key, uint64_t txid) {
     Entry* e = find(key);
     if (!e) return TxResult::kNotHeld;
     if (!e->pending) return TxResult::kNoPending;
-    if (e->txid != txid) return TxResult::kTxidMismatch;
-    if (e->pending_delete) {
+    if (e->prepared.txid != txid) return TxResult::kTxidMismatch;
+    if (e->prepared.is_delete) {
       erase_index(index_of(e));
       return TxResult::kErased;
     }
-    e->value.swap(e->pending_value);
+    e->value.swap(e->prepared.value);
     clear_pending(*e);
     return TxResult::kOk;
   }
-
   TxResult abort(std::string_view key, uint64_t txid) {
     Entry* e = find(key);
     if (!e) return TxResult::kNotHeld;
     if (!e->pending) return TxResult::kNoPending;
-    if (e->txid != txid) return TxResult::kTxidMismatch;
+    if (e->prepared.txid != txid) return TxResult::kTxidMismatch;
     clear_pending(*e);
     return TxResult::kOk;
   }
 
  private:
   uint32_t index_of(const Entry* e) const { return static_cast<uint32_t>(e - pool_.data()); }
-
-  void clear_pending(Entry& e) {
-    if (e.pending) --pending_;
-    e.pending = false;
-    e.pending_delete = false;
-    e.pending_value.clear();
-    e.pending_value.shrink_to_fit();
-  }
 
   void link_front(uint32_t i) {
     pool_[i].prev = kNil;
