@@ -126,10 +126,11 @@ def fig4_3(static: dict, scale: Scale, quick: bool) -> dict:
 def fig4_4(dyn: dict, scale: Scale, quick: bool) -> dict:
     d = _base(scale, quick)
     d["series"] = dyn
-    for k in ("recovery_s_mean", "recovery_s_max", "recovery_s_strict", "recovery_s_strict_mean",
+    for k in ("recovery_s", "recovery_s_mean", "recovery_s_max", "recovery_s_strict", "recovery_s_strict_mean",
               "recovery_s_strict_max", "recovered_all", "not_recovered", "not_recovered_strict",
-              "unrecovered_counted_as"):
+              "unrecovered_counted_as", "dip_lost_requests", "dip_min_ratio", "offered_rps", "loadavg_1m"):
         d[k] = dyn.get(k)
+    d["loss"] = dyn.get("totals", {}).get("loss")   # of the whole series, warm-up included
     d["recovery_criteria"] = criteria_text(dyn["bin_s"])
     d["thesis_recovery_s_mean"] = THESIS_CLAIMS["recovery_s_mean"]
     d["target_recovery_s_mean"] = TARGETS["recovery_s_mean_lt"]

@@ -7,6 +7,7 @@ which the loop fills the cache from nothing.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -25,6 +26,7 @@ def run_dynamic(cl, scale: Scale, rate: float, swaps: int, out_dir: Path, alpha:
     progress(f"offered {rate:.0f} req/s for {duration:.0f} s, swaps at "
              f"{', '.join(str(every * (k + 1)) for k in range(swaps))} s")
     out = out_dir / "fig4_4-loadgen.json"
+    load_before = os.getloadavg()[0]
     rep = run_loadgen(cl, loadgen_cmd(cl, rate, duration, wl, out, scale, bin_ms=BIN_MS),
                       timeout=duration + 120, log_name="loadgen-fig4_4")
     # the drain's bins (nothing sent) are not part of the series: a swap's window ends with the sending
@@ -42,4 +44,5 @@ def run_dynamic(cl, scale: Scale, rate: float, swaps: int, out_dir: Path, alpha:
             "from_cache_rps": [round(a, 1) for a in from_cache],
             **summarise(per_swap), "swaps": per_swap,
             "rule_updates_per_s_max": ctl.get("rule_updates_per_s_max"),
-            "totals": rep["totals"]}
+            "totals": rep["totals"],
+            "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)]}

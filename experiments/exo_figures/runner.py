@@ -8,6 +8,7 @@ limit) and per-node served rates.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ def measure(cluster, scale: Scale, rate: float, duration: float, wl: Workload, o
             bin_ms: int = 1000, label: str = "") -> Measurement:
     """Runs the generator at `rate` and returns the run as a throughput-search Measurement."""
     names = [d.name for d in cluster.cfg.db_nodes]
+    load_before = os.getloadavg()[0]  # the 2 cores are shared: how busy the host was is part of the result
     before = {n: cluster.stubs.stats(n) for n in [*names, CACHE]}
     report = run_loadgen(cluster, loadgen_cmd(cluster, rate, duration, wl, out, scale, bin_ms),
                          timeout=duration + 60, log_name="loadgen")
@@ -86,9 +88,11 @@ def measure(cluster, scale: Scale, rate: float, duration: float, wl: Workload, o
                             "rate_limited": {n: d[n].get("rate_limited", 0) for n in d},
                             "from_cache": tot.get("from_cache", 0) / sent,
                             "p50_us": tot.get("p50_us"), "p99_us": tot.get("p99_us"),
-                            "duration_s": duration, "loadgen": str(out)})
+                            "duration_s": duration, "loadgen": str(out), "requested_rps": rate,
+                            "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)]})
     print(f"  {label} offered {m.offered_rps:8.0f}/s answered {m.answered_rps:8.0f}/s "
-          f"loss {100 * m.loss:5.2f}% from cache {100 * m.detail['from_cache']:5.1f}%",
+          f"loss {100 * m.loss:5.2f}% from cache {100 * m.detail['from_cache']:5.1f}% "
+          f"load {m.detail['loadavg_1m'][1]:.1f}",
           file=sys.stderr, flush=True)
     return m
 

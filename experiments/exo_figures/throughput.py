@@ -34,7 +34,7 @@ SINGLE_RUN_FLOOR = 0.9   # a run whose loss is in [0.9 L, L] stands for the poin
 # is not linear in the rate, and the strict rule's L lies just past it: the width bounds the error.
 MAX_WIDTH = 0.05
 AIM = 0.95               # next run aimed at 0.95 L: the middle of the single-run window
-K_RANGE = (0.8, 1.25)    # how far the fit may move the knee (shares x k)
+K_RANGE = (0.5, 2.0)     # how far the fit may move the knee (shares x k)
 CALIBRATE_MIN = 0.002    # a run is past the knee when it lost this much more than the lowest-rate run
 STEP = 0.02              # least step beyond the runs so far when the model points inside them
 
@@ -49,8 +49,11 @@ class Measurement:
     detail: dict = field(default_factory=dict)
 
     def as_json(self) -> dict:
-        return {"offered_rps": round(self.offered_rps, 1), "answered_rps": round(self.answered_rps, 1),
-                "loss": round(self.loss, 6)}
+        d = {"offered_rps": round(self.offered_rps, 1), "answered_rps": round(self.answered_rps, 1),
+             "loss": round(self.loss, 6)}
+        if "loadavg_1m" in self.detail:   # host load before and after the run (runner.measure)
+            d["loadavg_1m"] = self.detail["loadavg_1m"]
+        return d
 
 
 def predicted_loss(rate: float, shares: Mapping[str, float], caps: Mapping[str, float]) -> float:
@@ -163,19 +166,15 @@ def _scaled(shares: Mapping[str, float], k: float) -> dict[str, float]:
     return {t: k * v for t, v in shares.items()}
 
 
-def estimate_rate(runs: Sequence[Measurement], target: float) -> Optional[float]:
-    """Offered rate at which the model, fitted to the runs, predicts `target` loss; None if the
-    runs leave nothing for it to place. Fitted twice: the loss it does not see at all (switch,
-    sockets) is the lowest-rate run's loss beyond the prediction, added at every rate; and the
-    knee is placed by scaling every share by one factor k so that the run past the knee nearest
-    to the target loses what it measured (a node's token bucket lets it serve a little over its
-    limit, and a target the shares miss moves the knee)."""
+def _fit(runs: Sequence[Measurement]) -> Optional[tuple[float, float, Measurement]]:
+    """(base, k, ref): the model fitted to the runs (estimate_rate), or None if nothing to fit."""
     low = min(runs, key=lambda m: m.offered_rps)
     base = max(0.0, low.loss - predicted_loss(low.offered_rps, low.shares, low.capacities))
-    if target - base <= 0:
-        return None
-    past = [m for m in runs if m.loss - base >= CALIBRATE_MIN and m.shares]
-    ref = min(past, key=lambda m: abs(m.loss - target)) if past else max(runs, key=lambda m: m.offered_rps)
+    # A run that lost much more than a run at a higher rate is noise (a switch hiccup), not the knee.
+    clean = [m for m in runs if not any(o.offered_rps > m.offered_rps and m.loss - o.loss > CALIBRATE_MIN
+                                        for o in runs)]
+    past = [m for m in clean if m.loss - base >= CALIBRATE_MIN and m.shares]
+    ref = min(past, key=lambda m: m.loss) if past else max(runs, key=lambda m: m.offered_rps)
     if not ref.shares:
         return None
     k = 1.0
@@ -194,6 +193,29 @@ def estimate_rate(runs: Sequence[Measurement], target: float) -> Optional[float]
                 else:
                     k_hi = mid
             k = k_hi
+    return base, k, ref
+
+
+def estimate_rate(runs: Sequence[Measurement], target: float, check_loss: Optional[float] = None) -> Optional[float]:
+    """Offered rate at which the model, fitted to the runs, predicts `target` loss; None if the
+    runs leave nothing for it to place, or (with check_loss = L) if the fitted model puts any run
+    on the wrong side of L: then it does not describe this cluster here and the runs decide.
+    Fitted twice: the loss it does not see at all (switch, sockets) is the lowest-rate run's loss
+    beyond the prediction, added at every rate; and the knee is placed by scaling every share by
+    one factor k so that the least lossy run past the knee (not counting runs that lost more than
+    one at a higher rate) loses what it measured (a node's token bucket lets it serve a little
+    over its limit; the switch and the cache node's host lose frames the shares do not show)."""
+    fit = _fit(runs)
+    if fit is None:
+        return None
+    base, k, ref = fit
+    if check_loss is not None:
+        for m in runs:
+            if (predicted_loss(m.offered_rps, _scaled(m.shares, k), m.capacities) + base <= check_loss) != \
+                    (m.loss <= check_loss):
+                return None
+    if target - base <= 0:
+        return None
     return rate_for_loss(_scaled(ref.shares, k), ref.capacities, target - base)
 
 
@@ -218,7 +240,7 @@ def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> 
         if same >= 3:
             # three runs on the same side: neither the model nor the secant finds it, bisect
             return lo.offered_rps + 0.5 * span
-        est = estimate_rate(runs, target) if same < 2 else None
+        est = estimate_rate(runs, target, check_loss=L)
         if est is not None:
             # the model points at (or past) a run already made: step just inside the bracket from it,
             # which gives a bracket STEP wide if the model is right
@@ -231,11 +253,12 @@ def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> 
     # No bracket yet: follow the fitted model. Where it points back at or behind runs already made
     # (it is wrong in a way no run has shown yet), step out by 2%, then 6%, 18%, ... for every run
     # that has shown it wrong.
-    est = estimate_rate(runs, target)
+    est = estimate_rate(runs, target, check_loss=L)
+    raw = estimate_rate(runs, target)   # where the model points even if it has been wrong
     if lo is not None:  # every run so far is at or under L: go up (trusting the model up to 5x)
         if est is not None and est > lo.offered_rps:
             return min(max(est, (1 + STEP) * lo.offered_rps), 5.0 * lo.offered_rps)
-        wrong = sum(1 for m in runs if est is None or m.offered_rps >= est)
+        wrong = sum(1 for m in runs if raw is None or m.offered_rps >= raw)
         return (1 + min(0.5, STEP * 3 ** max(0, wrong - 1))) * lo.offered_rps
     ordered = sorted(runs, key=lambda m: m.offered_rps)  # every run lost more than L: go down
     low = ordered[0]
@@ -244,7 +267,7 @@ def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> 
         return None  # the loss is not the targets' overload: a lower rate will not remove it
     if est is not None and est < low.offered_rps:
         return max(min(est, (1 - STEP) * low.offered_rps), min_rate)
-    wrong = sum(1 for m in runs if est is None or m.offered_rps <= est)
+    wrong = sum(1 for m in runs if raw is None or m.offered_rps <= raw)
     return max((1 - min(0.5, STEP * 3 ** max(0, wrong - 1))) * low.offered_rps, min_rate)
 
 

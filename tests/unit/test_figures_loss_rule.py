@@ -29,11 +29,11 @@ def run(offered, loss):
 @pytest.mark.parametrize("cap_factor", [0.98, 1.0, 1.04, 1.07])
 @pytest.mark.parametrize("extra,growing", [(0, 0), (0.0003, 0), (0.0003, 0.0005)])
 def test_search_finds_the_rate_at_exactly_L(cap_factor, extra, growing):
-    """With the budget `make figures QUICK=1` gives (8 runs, 5 per rule), on every cluster whose
+    """With the budget `make figures QUICK=1` gives (10 runs, 6 per rule), on every cluster whose
     model is only off by what a real one is (bucket depth, a switch losing a little)."""
     measure, calls = single_target(extra, 1.0, cap_factor, growing)
-    s = search_losses(measure, probe_rate=350, losses=(0.001, 0.05), max_runs=8, max_runs_per_loss=5)
-    assert len(calls) <= 8
+    s = search_losses(measure, probe_rate=350, losses=(0.001, 0.05), max_runs=10, max_runs_per_loss=6)
+    assert len(calls) <= 10
     for L in (0.001, 0.05):
         p = s.points[L]
         assert p.met_loss_rule, p.why
@@ -127,8 +127,8 @@ def test_a_wrong_model_costs_runs_never_honesty(model_share):
     """Shares off by up to 2x: the search stays within its budget, and every point it gives holds
     the exact answer within its bounds; the others say why they are missing."""
     measure, calls = single_target(model_share=model_share, cap_factor=1.04)
-    s = search_losses(measure, probe_rate=350, losses=(0.001, 0.05), max_runs=8, max_runs_per_loss=5)
-    assert len(calls) <= 8
+    s = search_losses(measure, probe_rate=350, losses=(0.001, 0.05), max_runs=10, max_runs_per_loss=6)
+    assert len(calls) <= 10
     for L, p in s.points.items():
         if p.met_loss_rule:
             thr = _rate_at(L, 1.04, 0, 0) * (1 - L)
@@ -136,3 +136,24 @@ def test_a_wrong_model_costs_runs_never_honesty(model_share):
             assert lo_b <= thr * (1 + 1e-3) and (hi_b is None or thr <= hi_b * (1 + 1e-3))
         else:
             assert p.throughput_rps is None and p.why
+
+
+def test_one_hiccup_run_does_not_derail_the_search():
+    """The first high-rate run loses 3.5% more than the cluster does (as one did right after a
+    prefill): the runs above it show it was noise, the model is fitted without it, and both
+    points are found."""
+    inner, _ = single_target(extra_loss=0.0002, cap_factor=1.03)
+    calls = []
+
+    def measure(rate):
+        m = inner(rate)
+        calls.append(rate)
+        if len(calls) == 2:
+            m = Measurement(rate, rate * (1 - m.loss - 0.035), m.loss + 0.035, m.shares, m.capacities)
+        return m
+    s = search_losses(measure, probe_rate=350, losses=(0.001, 0.05), max_runs=10, max_runs_per_loss=6)
+    for L in (0.001, 0.05):
+        p = s.points[L]
+        assert p.met_loss_rule, p.why
+        thr = _rate_at(L, 1.03, 0.0002, 0) * (1 - L)
+        assert p.throughput_rps == pytest.approx(thr, rel=0.05)
