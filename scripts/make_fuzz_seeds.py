@@ -143,6 +143,38 @@ seeds("key_table_fuzz", [
        (K_CACHE, 1), (K_REMOVED, 1), (K_DONE, 0), (K_DONE, 0), (K_CACHE, 1 | NEW_BATCH)),
 ])
 
+# ---- db node cached-write coordinator: one byte per step (db-node/fuzz/coordinator_model.h:
+# low 3 bits the step, bits 4-5 the key a/b/c, bit 7 a flag), a fault step takes 3 more bytes ----
+C_WRITE, C_ROUND, C_FETCH, C_EVICT, C_RESET, C_CRASH, C_FAULTS = 0, 2, 3, 4, 5, 6, 7
+CA, CB, CC, FLAG = 0x00, 0x10, 0x20, 0x80
+
+
+def faults(prepare=0, commit=0, abort=0, store=0, crash=None, os_crash=False):
+    """Network modes 0 deliver, 1 lose the request, 2 lose the reply; `store` the failure bits
+    (1 begin, 2 txn, 4 commit, 8 rollback, 16 synced batch, 32 relaxed batch); a crash after
+    `crash` actions."""
+    f = prepare | commit << 2 | abort << 4 | store << 6
+    c = 0 if crash is None else 0x10 | crash | (0x20 if os_crash else 0)
+    return bytes([C_FAULTS, f & 0xFF, f >> 8, c])
+
+
+seeds("db_coordinator_fuzz", [
+    # a cached PUT and DELETE, then a resolver round
+    bytes([C_FETCH | CA, C_WRITE | CA, C_WRITE | CA | FLAG, C_ROUND]),
+    # the Commit lost: OK, left to the resolver; the next write settles it first
+    bytes([C_FETCH | CB]) + faults(commit=1) + bytes([C_WRITE | CB, C_WRITE | CB]) + faults()
+    + bytes([C_WRITE | CB, C_ROUND]),
+    # the Prepare's reply lost: BUSY, Abort queued; the db node is killed, recovery queues it again
+    bytes([C_FETCH | CC]) + faults(prepare=2) + bytes([C_WRITE | CC, C_CRASH]) + faults()
+    + bytes([C_ROUND, C_WRITE | CC]),
+    # an OS crash in the middle of a cached write, then a crash during recovery
+    bytes([C_FETCH | CA]) + faults(crash=3, os_crash=True) + bytes([C_WRITE | CA])
+    + faults(crash=1) + bytes([C_CRASH, C_WRITE | CA]),
+    # the local commit fails after the cache node prepared: ERROR and Abort; ForgetCacheNode
+    bytes([C_FETCH | CB]) + faults(store=4) + bytes([C_WRITE | CB]) + faults()
+    + bytes([C_RESET | CB, C_FETCH | CB, C_WRITE | CB]),
+])
+
 # ---- db node control plane: same step format (db-node/fuzz/control_fuzz.cc) ----
 D_FETCH, D_EVICT, D_FORGET, D_STATS, D_HOTKEYS, D_FAULTS, D_SEED, D_DECISION = range(8)
 

@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD:-build-sanitize}
 TESTS=(proto/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests
+       db-node/db_coordinator_tests
        emulator/wimpy_emulator_tests emulator/loadgen_tests emulator/emulator_tests)
 # path:short-run seconds
 FUZZERS=(
@@ -19,6 +20,7 @@ FUZZERS=(
   cache-node/eal_args_fuzz:10              # cache_nodes[].lcores -> EAL argv
   cache-node/control_fuzz:15               # the cache node's CacheNode RPC handlers + filler
   cache-node/key_table_fuzz:10             # the cache node's key table (key lifecycle + 2PC)
+  db-node/db_coordinator_fuzz:10           # the db node's cached-write coordinator (2PC, resolver, recovery)
   db-node/db_control_fuzz:15               # the db node's DbNode RPC handlers
   emulator/emulator_fuzz:15                # the wimpy emulator's demux + rate limit + db handler
 )

@@ -1,17 +1,8 @@
 // Write propagation to cache nodes (thesis 3.4.2): the db node coordinates, the cache node
-// holding the key participates. `Propagator` is the interface the request handler uses (tests
-// substitute a recording fake); `GrpcPropagator` calls the CacheNode service.
-//
-// Outcome of Prepare, as the handler interprets CacheNode.Prepare's TxReply:
-//   RPC failed or reply.ok == false        -> kFailed:    roll back, Abort (the cache node may
-//                                              have prepared after all), answer BUSY
-//   reply.ok == true, reply.cached == false -> kNotCached: the cache node no longer holds the
-//                                              key; commit locally, no Commit needed
-//   reply.ok == true, reply.cached == true  -> kPrepared:  commit locally, then Commit
-//
-// Outcome of Commit/Abort (FinishOutcome), as the handler and the resolver need it: whether
-// the cache node gave a definitive answer (nothing of this txid is left pending there) or the
-// RPC failed (unknown: deliver it again later). See docs/two-phase-commit.md.
+// holding the key participates. `Propagator` is the interface the coordinator's shells use to
+// send Prepare, Commit and Abort (tests substitute a recording fake); `GrpcPropagator` calls the
+// CacheNode service. What the answers mean (PrepareOutcome, FinishOutcome) is written down in
+// coordinator/replies.h, where the coordinator's state machines take them in.
 #pragma once
 
 #include <atomic>
@@ -25,29 +16,9 @@
 #include <vector>
 
 #include "cluster.h"
+#include "coordinator/replies.h"
 
 namespace exo::db {
-
-struct PrepareOutcome {
-  enum Code : uint8_t { kPrepared, kNotCached, kFailed };
-  Code code = kFailed;
-  std::string error;  // set when kFailed
-};
-
-struct FinishOutcome {
-  enum Code : uint8_t {
-    kDone,         // ok, cached: the cache node applied (Commit) or dropped (Abort) the write
-    kNotCached,    // ok, cached=false: it holds neither the key nor a Fetch of it
-    kRefused,      // ok=false ("no prepared write for this key", "txid mismatch"): nothing of
-                   // this txid is pending there, e.g. it restarted and fetched the key again
-    kUnreachable,  // the RPC failed (deadline, connection): the outcome is unknown
-  };
-  Code code = kUnreachable;
-  std::string error;  // set for kRefused and kUnreachable
-
-  // The cache node has nothing of this transaction left pending: stop delivering it.
-  bool definitive() const { return code != kUnreachable; }
-};
 
 class Propagator {
  public:

@@ -1,16 +1,11 @@
 #include "recovery.h"
 
-#include <map>
-
+#include "coordinator/recovery_plan.h"
 #include "log.h"
 #include "records.h"
 
 namespace exo::db {
 namespace {
-
-bool known_cache(const Cluster& cluster, const std::string& name) {
-  return cluster.find_cache(name) != nullptr;
-}
 
 // Deletes records found unusable during a scan, after it (never while iterating). Not synced:
 // one that survives an OS crash is found and dropped again at the next start.
@@ -28,18 +23,9 @@ StoreResult roll_back_prepared(KvStore& store, RecoveryReport* rep) {
   StoreResult r = store.prepared_txns(&prepared);
   if (!r.ok()) return r;
   for (const PreparedTxn& p : prepared) {
-    const RecoveredOp* commit_record = nullptr;
-    for (const RecoveredOp& op : p.ops) {
-      uint64_t txid = 0;
-      Decision d;
-      if (op.cf == Cf::kTxlog && !op.is_delete && parse_txlog_key(op.key, &txid, &d) &&
-          d == Decision::kCommit)
-        commit_record = &op;
-    }
-    if (commit_record) {
-      // Durable before the rollback, for the reason given in write_cached.cc (abandon).
-      const std::string ak = txlog_key(p.txid, Decision::kAbort);
-      const StoreOp op = StoreOp::put(Cf::kTxlog, bytes_of(ak), bytes_of(commit_record->value));
+    const PreparedPlan plan = plan_prepared(p);
+    if (plan.write_abort) {
+      const StoreOp op = StoreOp::put(Cf::kTxlog, bytes_of(plan.abort_key), bytes_of(plan.abort_value));
       r = store.write(std::span<const StoreOp>(&op, 1), Durability::kAsConfigured);
       if (!r.ok()) return r;
     } else {
@@ -53,66 +39,40 @@ StoreResult roll_back_prepared(KvStore& store, RecoveryReport* rep) {
   return StoreResult::Ok();
 }
 
+using Records = std::vector<std::pair<std::string, std::string>>;
+
+StoreResult read_all(KvStore& store, Cf cf, Records* out) {
+  return store.scan(cf, [&](std::string_view k, std::string_view v) { out->emplace_back(k, v); });
+}
+
 // Step 2.
-StoreResult queue_decisions(KvStore& store, const Cluster& cluster, Resolver& resolver,
+StoreResult queue_decisions(KvStore& store, const KnownCacheNode& known, Resolver& resolver,
                             RecoveryReport* rep) {
-  struct Found {
-    std::string commit_value, abort_value;
-    bool commit = false, abort = false;
-  };
-  std::map<uint64_t, Found> by_txid;
-  std::vector<std::string> drop;
-  StoreResult r = store.scan(Cf::kTxlog, [&](std::string_view k, std::string_view v) {
-    uint64_t txid = 0;
-    Decision d;
-    if (!parse_txlog_key(k, &txid, &d)) {
-      drop.emplace_back(k);
-      return;
-    }
-    Found& f = by_txid[txid];
-    (d == Decision::kCommit ? f.commit : f.abort) = true;
-    (d == Decision::kCommit ? f.commit_value : f.abort_value) = v;
-  });
+  Records records;
+  StoreResult r = read_all(store, Cf::kTxlog, &records);
   if (!r.ok()) return r;
-  for (auto& [txid, f] : by_txid) {
-    // Both records: the write was committed (its commit record is part of the transaction),
-    // so the cache node must get the Commit; an Abort after it would drop a durable write.
-    // (Only a failed RocksDB commit whose marker still reached the WAL can cause this.)
-    if (f.commit && f.abort) drop.push_back(txlog_key(txid, Decision::kAbort));
-    const Decision d = f.commit ? Decision::kCommit : Decision::kAbort;
-    PendingDecision pd;
-    pd.txid = txid;
-    pd.decision = d;
-    if (!decode_txlog_value(f.commit ? f.commit_value : f.abort_value, &pd.cache_node, &pd.key) ||
-        !known_cache(cluster, pd.cache_node)) {
-      LOG_WARN("dropping the %s record of txid %llu: cache node '%s' unknown or record unreadable",
-               to_string(d), static_cast<unsigned long long>(txid), pd.cache_node.c_str());
-      drop.push_back(txlog_key(txid, d));
-      ++rep->txlog_dropped;
-      continue;
-    }
-    ++(d == Decision::kCommit ? rep->commits_queued : rep->aborts_queued);
-    resolver.add_recovered(std::move(pd));
-  }
-  return drop_all(store, Cf::kTxlog, drop);
+  TxlogPlan plan = plan_txlog(records, known);
+  for (const PendingDecision& d : plan.unusable)
+    LOG_WARN("dropping the %s record of txid %llu: cache node '%s' unknown or record unreadable",
+             to_string(d.decision), static_cast<unsigned long long>(d.txid), d.cache_node.c_str());
+  rep->txlog_dropped += plan.unusable.size();
+  rep->commits_queued += plan.commits;
+  rep->aborts_queued += plan.aborts;
+  for (PendingDecision& d : plan.queue) resolver.add_recovered(std::move(d));
+  return drop_all(store, Cf::kTxlog, plan.drop);
 }
 
 // Step 3.
-StoreResult load_marks(KvStore& store, const Cluster& cluster, CachedKeys& cached,
+StoreResult load_marks(KvStore& store, const KnownCacheNode& known, CachedKeys& cached,
                        RecoveryReport* rep) {
-  std::vector<std::string> drop;
-  StoreResult r = store.scan(Cf::kCached, [&](std::string_view k, std::string_view node) {
-    const std::string name(node);
-    if (k.empty() || !known_cache(cluster, name)) {
-      drop.emplace_back(k);
-      ++rep->marks_dropped;
-      return;
-    }
-    cached.lock_key(bytes_of(k)).mark(k, name);
-    ++rep->marks_loaded;
-  });
+  Records records;
+  StoreResult r = read_all(store, Cf::kCached, &records);
   if (!r.ok()) return r;
-  return drop_all(store, Cf::kCached, drop);
+  const MarksPlan plan = plan_marks(records, known);
+  for (const auto& [key, node] : plan.load) cached.lock_key(bytes_of(key)).mark(key, node);
+  rep->marks_loaded += plan.load.size();
+  rep->marks_dropped += plan.drop.size();
+  return drop_all(store, Cf::kCached, plan.drop);
 }
 
 // Step 4.
@@ -138,9 +98,12 @@ StoreResult load_dedup(KvStore& store, DedupTable& dedup, RecoveryReport* rep) {
 StoreResult recover(KvStore& store, const Cluster& cluster, CachedKeys& cached, DedupTable& dedup,
                     Resolver& resolver, RecoveryReport* report) {
   // Prepared transactions first: rolling them back writes the abort records step 2 reads.
+  const KnownCacheNode known = [&cluster](std::string_view name) {
+    return cluster.find_cache(std::string(name)) != nullptr;
+  };
   StoreResult r = roll_back_prepared(store, report);
-  if (r.ok()) r = queue_decisions(store, cluster, resolver, report);
-  if (r.ok()) r = load_marks(store, cluster, cached, report);
+  if (r.ok()) r = queue_decisions(store, known, resolver, report);
+  if (r.ok()) r = load_marks(store, known, cached, report);
   if (r.ok()) r = load_dedup(store, dedup, report);
   return r;
 }

@@ -1,6 +1,9 @@
 // Delivery of 2PC decisions (Commit or Abort of a txid) that a cache node has not acknowledged:
 // the Commit RPC after a durable write failed, the Abort after a failed Prepare or a failed
-// local commit, and whatever start-up recovery found (docs/two-phase-commit.md).
+// local commit, and whatever start-up recovery found (docs/two-phase-commit.md). This is the
+// shell of the coordinator's pure parts: the DecisionBook holds the decisions, a Delivery
+// decides each attempt and a Round each retry round (src/coordinator/); the resolver adds the
+// lock, the stripe locks, the RPCs, the store writes and the counters.
 //
 // Until its decision arrives the cache node keeps the key pending and forwards every GET for it
 // to this node, so reads are correct meanwhile; the resolver only has to get the decision there
@@ -27,19 +30,14 @@
 #include <vector>
 
 #include "cached_keys.h"
+#include "coordinator/decision_book.h"
+#include "coordinator/pending_decision.h"
 #include "counters.h"
 #include "propagator.h"
 #include "records.h"
 #include "store.h"
 
 namespace exo::db {
-
-struct PendingDecision {
-  uint64_t txid = 0;
-  Decision decision = Decision::kAbort;
-  std::string cache_node;
-  std::string key;
-};
 
 class Resolver {
  public:
@@ -72,12 +70,10 @@ class Resolver {
   size_t pending_count() const;
 
  private:
-  // One delivery attempt; true when the decision is delivered and forgotten.
-  bool attempt(CachedKeys::Guard& guard, const PendingDecision& d, FinishOutcome* outcome);
+  // One delivery attempt (a Delivery carried out); true when the decision is delivered and
+  // forgotten. *unreachable: the cache node could not be reached.
+  bool attempt(CachedKeys::Guard& guard, const PendingDecision& d, bool* unreachable);
   bool contains(const PendingDecision& d) const;
-  // Removes the decision; true if it was still pending.
-  bool remove(const PendingDecision& d);
-  void add_locked(PendingDecision d);
 
   KvStore& store_;
   CachedKeys& cached_;
@@ -85,8 +81,7 @@ class Resolver {
   Counters& c_;
 
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::vector<PendingDecision>> by_key_;  // rarely > 1 per key
-  size_t count_ = 0;
+  DecisionBook book_;  // guarded by mu_
 };
 
 }  // namespace exo::db

@@ -1,0 +1,99 @@
+// One write (PUT or DELETE) of a key a cache node holds, as a pure state machine: the db node's
+// side of the two-phase commit (thesis 3.4.2, docs/two-phase-commit.md), made durable with a
+// RocksDB two-phase transaction. The shell (write_cached.cc) feeds it Events and carries out
+// the Actions it returns (actions.h); it holds the key's stripe lock the whole time, so
+// nothing else of the key (another write, Fetch, Evict, ForgetCacheNode) runs in between.
+//
+//   kReceived ──arrived(pending)──> kSettling ──settled(delivered)──┐   settled(untracked)
+//      │ arrived(none)                 │ settled(undelivered)        │   -> kUncached
+//      v                               v                             │
+//   kPreparingLocally <────────────────┴── (BUSY: kRefused) <────────┘
+//      │ local_prepared(ok)            local_prepared(failed) -> kRefused (ERROR)
+//      v
+//   kPrepareSent ──prepare_replied(failed)──> kAborted (BUSY; Abort to the resolver)
+//      │ prepared                    │ not cached
+//      v                             v
+//   kCommittingPrepared        kCommittingNotCached ──committed──> kDone (untrack the key)
+//      │ committed   └─failed─> kAborted (ERROR)   └─failed─> kRefused (ERROR)
+//      v
+//   kCommitSent ──finish_replied(done | not cached | refused)──> kDone
+//               └─finish_replied(unreachable)──> kDeferred (OK; Commit to the resolver)
+//
+// Replies: OK only once the local commit succeeded, and then the cache node has the write
+// committed, or holds the key pending with this txid (it forwards every GET here until the
+// resolver delivers the Commit), or does not cache the key. BUSY and ERROR only when the write
+// is definitely not applied; if the cache node may have prepared it, an Abort goes with them.
+//
+// An event a state does not expect changes nothing, returns no actions and is counted in
+// rejected(): it would be a bug in the shell (the table test and the fuzz target check it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "coordinator/actions.h"
+
+namespace exo::db {
+
+class CachedWrite {
+ public:
+  enum class State : uint8_t {
+    kReceived,             // the write arrived; the key is held by `cache_node`
+    kSettling,             // delivering the key's earlier undelivered decisions first
+    kPreparingLocally,     // the RocksDB transaction is being written and prepared
+    kPrepareSent,          // prepared locally (redo in the WAL); Prepare RPC in flight
+    kCommittingPrepared,   // the cache node prepared; the local commit is in progress
+    kCommittingNotCached,  // the cache node does not cache the key; the local commit is in progress
+    kCommitSent,           // committed locally (the decision); Commit RPC in flight
+    // Finished:
+    kDone,      // OK; nothing of this write is left to deliver
+    kDeferred,  // OK; its Commit is left to the resolver (the cache node forwards the key's GETs)
+    kAborted,   // BUSY or ERROR, not applied; its Abort is left to the resolver
+    kRefused,   // BUSY or ERROR, not applied; nothing to undo at the cache node
+    kUncached,  // handed back: the key turned out untracked, the caller writes it uncached
+  };
+  static constexpr size_t kNumStates = 12;
+
+  // The write. Spans and views must outlive the machine (the request frame, the caller's
+  // strings). `txid` is node-unique and allocated under the key's stripe lock, so a key's
+  // txids grow with its writes.
+  struct Request {
+    uint64_t txid = 0;
+    bool is_delete = false;
+    Bytes key;
+    Bytes value;                  // empty for a delete
+    std::string_view cache_node;  // who holds the key (a copy the caller keeps: an unmark frees the map's)
+    Bytes dedup_key, dedup_value;  // the request's OK record (records.h), committed with the write
+  };
+
+  explicit CachedWrite(const Request& r);
+  CachedWrite(const CachedWrite&) = delete;
+  CachedWrite& operator=(const CachedWrite&) = delete;
+
+  ActionList on(const Event& e);
+
+  State state() const { return state_; }
+  bool finished() const { return state_ >= State::kDone; }
+  uint32_t rejected() const { return rejected_; }
+  uint64_t txid() const { return r_.txid; }
+
+ private:
+  ActionList prepare_locally();
+  // Abort record (durable before the rollback), rollback, Abort to the resolver, refusal.
+  ActionList abandon(uint8_t status);
+  // BUSY or ERROR; `rollback`: the transaction was begun and must be dropped first.
+  ActionList refuse(uint8_t status, bool rollback = false);
+  void delete_commit_record(ActionList& out);
+  void reply(ActionList& out, uint8_t status);
+
+  const Request r_;
+  State state_ = State::kReceived;
+  uint32_t rejected_ = 0;
+  std::string txlog_value_;             // the txlog record's value: cache node and key
+  std::string commit_key_, abort_key_;  // its keys for this txid
+};
+
+const char* name(CachedWrite::State s);
+
+}  // namespace exo::db
