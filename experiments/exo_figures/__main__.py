@@ -24,7 +24,7 @@ FULL = {"alphas": [0, 0.9, 0.95, 0.99, 0.995, 0.999],
         "sizes": [10, 30, 100, 300, 1000, 3000, 10000, 15000, 20000], "probe_s": 3, "run_s": 5, "swaps": 3,
         "max_runs": 12, "max_runs_per_loss": 7}
 QUICK = {"alphas": [0, 0.99, 0.995], "sizes": [100, 1000, 20000], "probe_s": 2, "run_s": 3, "swaps": 2,
-         "max_runs": 10, "max_runs_per_loss": 6}
+         "max_runs": 11, "max_runs_per_loss": 6}
 
 
 def parser() -> argparse.ArgumentParser:

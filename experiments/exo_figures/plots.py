@@ -23,7 +23,7 @@ def fig4_1(d: dict, path: Path) -> Path:
         for a, p in d["series"][kind].items():
             u = p["node_utilisation_sorted"]
             ax.plot(range(1, len(u) + 1), [100 * x for x in u], marker=".", label=f"alpha {a}")
-        ax.set_title(f"Per-node throughput, {title}")
+        ax.set_title(f"Per-node throughput, {title} (run at or just under 5% loss)", fontsize=10)
         ax.set_xlabel("db node (sorted by throughput)")
         ax.axhline(90, color="gray", lw=0.6, ls=":")
         ax.set_ylim(0, 110)

@@ -42,6 +42,9 @@ def gain_limits(static: dict, scale: Scale, a: str, rule: str) -> Optional[dict]
         return out
     out.update(no_cache_share_of_db_capacity=round(nc / scale.db_capacity, 4),
                cache_share_of_ideal=round(wc / ideal, 4), ideal_gain=round(ideal / nc, 3))
+    # runs with the cache that lost more than L where no node nor the cache was over its limit
+    unexplained = [r for r in wc_p.get("runs", []) if r["loss"] > float(rule) and r.get("model_loss") == 0]
+    out["cache_1000_runs_over_rule_unexplained"] = unexplained
     hot = (f"the hottest db node ({name}) receives {s:.2%} of the requests ({s * scale.db_nodes:.2f}x an even "
            f"share), so it is full at {scale.node_rps / s:.0f} req/s offered; " if s > 0 else "")
     out["summary"] = (
@@ -49,6 +52,11 @@ def gain_limits(static: dict, scale: Scale, a: str, rule: str) -> Optional[dict]
         f"({nc / scale.db_capacity:.0%} of the db nodes' capacity); with the cache it answers {wc:.0f} req/s, "
         f"{wc / ideal:.0%} of the ideal {ideal:.0f} req/s, so the gain is at most ideal / no-cache = "
         f"{ideal / nc:.2f}x")
+    if unexplained:
+        r = min(unexplained, key=lambda x: x["offered_rps"])
+        out["summary"] += (f"; with the cache {len(unexplained)} run(s) lost more than {float(rule):g} where no node nor "
+                           f"the cache was over its limit (the lowest: {r['offered_rps']:.0f} req/s offered, "
+                           f"{r['loss']:.2%} lost), loss the targets do not cause")
     return out
 
 

@@ -22,7 +22,8 @@ about the cluster: the share of the offered load that reached each capacity-limi
 fitted to the runs (estimate_rate: the loss the model does not see, and the knee's place). The
 next run goes where the fitted model puts 0.95 L; once two runs bracket L but are too far apart,
 it goes just inside the bracket from the run the model points at (so a right model closes it
-in one run), else to the secant, else halfway. Pure: `measure` is injected.
+in one run), else to the secant (while hi lost at most 5 L), else halfway. Pure: `measure` is
+injected.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ MAX_WIDTH = 0.05
 AIM = 0.95               # next run aimed at 0.95 L: the middle of the single-run window
 K_RANGE = (0.5, 2.0)     # how far the fit may move the knee (shares x k)
 CALIBRATE_MIN = 0.002    # a run is past the knee when it lost this much more than the lowest-rate run
+SECANT_MAX = 5.0         # the secant is tried only while hi lost at most 5 L
 STEP = 0.02              # least step beyond the runs so far when the model points inside them
 
 
@@ -51,6 +53,9 @@ class Measurement:
     def as_json(self) -> dict:
         d = {"offered_rps": round(self.offered_rps, 1), "answered_rps": round(self.answered_rps, 1),
              "loss": round(self.loss, 6)}
+        if self.shares and self.capacities:
+            # a model, not a measurement: what the targets' overload alone would lose at this rate
+            d["model_loss"] = round(predicted_loss(self.offered_rps, self.shares, self.capacities), 6)
         if "loadavg_1m" in self.detail:   # host load before and after the run (runner.measure)
             d["loadavg_1m"] = self.detail["loadavg_1m"]
         return d
@@ -247,6 +252,10 @@ def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> 
             est = min(max(est, (1 + STEP) * lo.offered_rps), (1 - STEP) * hi.offered_rps)
             if lo.offered_rps < est < hi.offered_rps:
                 return est
+        if hi.loss > SECANT_MAX * L:
+            # the model missed and hi is far past L: the knee lies between, where a straight line
+            # from lo to hi runs far under the curve, so halve instead
+            return lo.offered_rps + 0.5 * span
         # the model missed (or has nothing to say): secant on (offered, loss) between the two runs
         est = lo.offered_rps + (target - lo.loss) / (hi.loss - lo.loss) * span
         return min(max(est, lo.offered_rps + 0.1 * span), hi.offered_rps - 0.1 * span)
@@ -275,6 +284,7 @@ def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> 
 class LossSearch:
     runs: list[Measurement]
     points: dict[float, LossPoint]
+    warmup: Optional[Measurement] = None    # a run before the search, not used by the rule
 
 
 def search_losses(measure: Callable[[float], Measurement], probe_rate: float,

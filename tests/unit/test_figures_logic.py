@@ -154,3 +154,16 @@ def test_an_unmet_loss_rule_leaves_the_gain_out_and_says_why():
     d = documents.fig4_2(static, s, True)
     assert "0.995" not in d["gain_strict"] and d["target_gain_strict"]["met"] is False
     assert d["gain_not_measured"]["0.001"]["0.995"] == {"no_cache": "every run lost more than 0.001"}
+
+
+def test_limits_name_loss_the_targets_do_not_cause():
+    """A cached run that lost more than L where the model puts every target under its limit is
+    listed, and the sentence says so; a run the model explains is not."""
+    s = Scale()
+    static = _static(nc_strict=3000, wc_strict=9000, hot=0.083)
+    static["cache_1000"]["0.995"]["runs"] = [
+        {"offered_rps": 8700.0, "answered_rps": 8615.0, "loss": 0.0097, "model_loss": 0.0},
+        {"offered_rps": 14000.0, "answered_rps": 13300.0, "loss": 0.05, "model_loss": 0.03}]
+    lim = documents.fig4_2(static, s, True)["target_gain_strict"]["limits"]
+    assert [r["offered_rps"] for r in lim["cache_1000_runs_over_rule_unexplained"]] == [8700.0]
+    assert "1 run(s) lost more than 0.001" in lim["summary"] and "8700 req/s offered, 0.97% lost" in lim["summary"]
