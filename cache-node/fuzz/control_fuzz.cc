@@ -171,8 +171,9 @@ struct World {
         check(rep.done() == held, "Reset: done != entries held");
         std::lock_guard lock(state.mu);
         check(state.map.size() == 0 && state.map.pending_count() == 0, "Reset left entries");
-        check(state.retiring.empty(), "Reset left retiring keys");
-        for (const auto& [k, fs] : state.fetching) check(fs.cancelled, "Reset left a FETCH live");
+        check(state.keys.retiring_count() == 0, "Reset left retiring keys");
+        for (const auto& k : state.keys.fetching_keys())
+          check(state.keys.state(k) == KeyState::kFetchCancelled, "Reset left a FETCH live");
         return;
       }
       case kListAndStats: {
@@ -244,7 +245,8 @@ struct World {
     std::lock_guard lock(state.mu);
     for (const auto& k : reset_during_fetch) check(!state.map.find(k), "a FETCH cancelled by Reset inserted");
     reset_during_fetch.clear();
-    check(state.fetching.empty(), "a FETCH left in `fetching`");
+    check(state.keys.fetching_count() == 0, "a FETCH left fetching");
+    if (std::string bad = state.keys.check(); !bad.empty()) check(false, bad.c_str());
     check(state.map.size() <= state.map.capacity(), "map over capacity");
     check(state.map.pending_count() <= state.map.size(), "more pending than entries");
     check(cp.resets.load() == resets, "resets counter");

@@ -10,26 +10,11 @@
 #pragma once
 
 #include <mutex>
-#include <string>
-#include <unordered_map>
-#include <unordered_set>
 
+#include "key_table/key_table.h"
 #include "lru_map.h"
 
 namespace exo::cache {
-
-// A key between "Cache() decided to fetch it" and "value inserted". Writes that are prepared or
-// committed meanwhile are recorded here so the insert does not resurrect a stale value.
-struct FetchState {
-  bool cancelled = false;  // an Evict or Reset RPC came meanwhile: insert nothing, whatever follows
-  bool prepared = false;  // a Prepare arrived and is not yet committed/aborted
-  uint64_t txid = 0;
-  bool prepared_delete = false;
-  std::string prepared_value;
-  bool committed = false;  // a Commit arrived: its outcome wins over the fetched value
-  bool committed_delete = false;
-  std::string committed_value;
-};
 
 // The map is allocated at twice the node's configured capacity: the filler selects at most
 // `capacity` keys, and the entries it retires stay in the map (and keep being served) until the
@@ -37,34 +22,13 @@ struct FetchState {
 inline size_t map_capacity_for(size_t capacity) { return 2 * capacity; }
 
 struct CacheState {
-  explicit CacheState(size_t map_capacity) : map(map_capacity) {}
-  std::mutex mu;  // guards everything below
+  explicit CacheState(size_t map_capacity) : map(map_capacity), keys(map) {}
+  std::mutex mu;  // guards both members
+  // What the data plane reads per GET (request_handler.cc): the entry's value and pending flag.
   LruMap map;
-  std::unordered_map<std::string, FetchState> fetching;
-  // Keys the filler evicted whose rule removal has not been sent yet. Their entries stay in the
-  // map and are served normally (the data plane never looks at these sets). Selecting such a key
-  // again just takes it out of this set.
-  std::unordered_set<std::string> retiring;
-  // Keys whose rule removal is in flight (moved here from `retiring` by the retire thread). They
-  // are not admitted again until the removal completes, so Add and Remove for one key reach the
-  // controller in the order they were decided.
-  std::unordered_set<std::string> removing;
-  // How many Reset RPCs have run. The filler compares it with the value it last saw to forget
-  // what it remembers about held keys (hit rates, rule adds to resend, removals to resend).
-  uint64_t resets = 0;
-
-  // The Reset RPC's work (caller holds mu): drops every entry, pending ones too; turns every
-  // FETCH in flight into a no-insert; forgets the retirements not sent yet (their rules are gone
-  // and their db nodes forgot this node). Keys in `removing` stay there until their in-flight
-  // removal is back, so no new FETCH of them can be overtaken by its late EVICT. Returns the
-  // number of entries dropped.
-  size_t reset() {
-    const size_t dropped = map.clear();
-    for (auto& [k, fs] : fetching) fs.cancelled = true;
-    retiring.clear();
-    ++resets;
-    return dropped;
-  }
+  // Every key's lifecycle over `map` (fetching, held, pending write, retiring, removing) and its
+  // two-phase writes. The control plane changes keys only through it.
+  KeyTable keys;
 };
 
 }  // namespace exo::cache

@@ -1,5 +1,6 @@
 // Cache/Evict (FETCH/EVICT, thesis 3.6.1), Report, test hooks and stats. Two-phase writes:
-// control_tx.cc.
+// control_tx.cc. What happens to each key is the key table's (key_table/); the handlers here
+// lock, ask it, and make the RPCs it calls for, never holding the lock across one.
 #include "control_service.h"
 
 #include <grpcpp/grpcpp.h>
@@ -52,20 +53,10 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
   {
     std::lock_guard lock(state_.mu);
     for (auto& k : unique_keys(*req, reply)) {
-      // Its rule removal is in flight: adding it now could reach the controller before the
-      // removal and be undone by it. The caller may retry once the removal is done.
-      if (state_.removing.count(k)) {
-        reply->add_skipped(k);
-        continue;
-      }
-      state_.retiring.erase(k);  // removal not sent yet: cancel it, the key is wanted again
-      // Held: its rule was asked for when it was inserted. Asking again would add a second
-      // reference to it at the controller, which one eviction would not remove.
-      if (state_.map.find(k)) already.push_back(std::move(k));
-      else if (state_.fetching.count(k)) reply->add_skipped(k);  // another Cache() is on it
-      else {
-        state_.fetching.emplace(k, FetchState{});
-        want.push_back(std::move(k));
+      switch (state_.keys.admit_for_cache(k)) {
+        case CacheAdmit::kFetch: want.push_back(std::move(k)); break;
+        case CacheAdmit::kHeld: already.push_back(std::move(k)); break;
+        case CacheAdmit::kSkip: reply->add_skipped(k); break;  // the caller may retry
       }
     }
   }
@@ -76,13 +67,12 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
   InsertOutcome o;
   {
     std::lock_guard lock(state_.mu);
-    o = insert_fetched(state_, want, fetched, exo::wire::max_kv_bytes(cluster_.mtu));
     // LRU victims stay "removing" until their EVICT is back, so neither the filler nor another
     // Cache() can FETCH them again meanwhile (a late EVICT would untrack the new copy).
-    state_.removing.insert(o.evicted.begin(), o.evicted.end());
+    o = insert_fetched(state_, want, fetched, exo::wire::max_kv_bytes(cluster_.mtu));
     // A batch larger than the free space may push out already-cached keys too.
     std::erase_if(already, [&](const std::string& k) {
-      if (state_.map.find(k)) return false;
+      if (state_.keys.held(k)) return false;
       reply->add_skipped(k);
       return true;
     });
@@ -107,7 +97,7 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
   append_error(reply, peers_.evict(not_cached));  // the db node need not 2PC these keys with us
   if (!evicted.empty()) {
     std::lock_guard lock(state_.mu);
-    for (const auto& k : evicted) state_.removing.erase(k);
+    state_.keys.removal_done(evicted);
   }
   reply->set_done(static_cast<uint32_t>(inserted.size() + already.size()));
   if (!reply->error().empty()) LOG_WARN("Cache: %s", reply->error().c_str());
@@ -127,15 +117,10 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
   uint32_t erased = 0;
   {
     std::lock_guard lock(state_.mu);
+    // Each key is removing until the EVICT below is back, so no FETCH of it can be overtaken
+    // by it; a FETCH in flight inserts nothing.
     for (const auto& k : keys) {
-      // Its rule is gone: nothing left for the retire thread to do. "removing" until the EVICT
-      // below is back, so no FETCH of the key can be overtaken by it.
-      state_.retiring.erase(k);
-      state_.removing.insert(k);
-      // A FETCH in flight must not insert it after all (not even with a write committed later).
-      if (auto it = state_.fetching.find(k); it != state_.fetching.end())
-        it->second.cancelled = true;
-      if (state_.map.erase(k)) ++erased;
+      if (state_.keys.evict(k)) ++erased;
       else reply->add_skipped(k);
     }
   }
@@ -144,7 +129,7 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
   append_error(reply, peers_.evict(keys));
   {
     std::lock_guard lock(state_.mu);
-    for (const auto& k : keys) state_.removing.erase(k);
+    state_.keys.removal_done(keys);
   }
   reply->set_done(erased);
   return grpc::Status::OK;
@@ -155,7 +140,7 @@ grpc::Status ControlService::DropEntries(grpc::ServerContext*, const KeysRequest
   uint32_t erased = 0;
   std::lock_guard lock(state_.mu);
   for (const auto& k : unique_keys(*req, reply)) {
-    if (state_.map.erase(k)) ++erased;
+    if (state_.keys.drop_entry(k)) ++erased;
     else reply->add_skipped(k);
   }
   reply->set_done(erased);
@@ -165,13 +150,14 @@ grpc::Status ControlService::DropEntries(grpc::ServerContext*, const KeysRequest
 // Reset (control.proto): the controller had declared this node dead, withdrew its Ruleset 2 rules
 // and told the db nodes to forget it (DbNode.ForgetCacheNode), so no write to what is held here
 // is propagated any more: drop it all, and cancel the FETCHes in flight. Neither the controller
-// nor a db node is called: both have already let go. The filler sees state_.resets change and
-// forgets its held-key state, then refills from the REPORTs as after a start.
+// nor a db node is called: both have already let go. The filler sees keys.resets() change and
+// forgets its held-key state, then refills from the REPORTs as after a start. What happens to
+// each key is KeyTable::reset's.
 grpc::Status ControlService::Reset(grpc::ServerContext*, const StatsRequest*, KeysReply* reply) {
   size_t dropped = 0;
   {
     std::lock_guard lock(state_.mu);
-    dropped = state_.reset();
+    dropped = state_.keys.reset();
   }
   ++cp_.resets;
   LOG_INFO("Reset: dropped %zu entries", dropped);
@@ -192,7 +178,7 @@ grpc::Status ControlService::Stats(grpc::ServerContext*, const StatsRequest*, St
     std::lock_guard lock(state_.mu);
     g.entries = state_.map.size();
     g.pending = state_.map.pending_count();
-    g.retiring = state_.retiring.size() + state_.removing.size();
+    g.retiring = state_.keys.retiring_count() + state_.keys.removing_count();
   }
   g.hot_list_keys = hot_.key_count();
   g.threshold_milli = cp_.threshold_milli.load(std::memory_order_relaxed);

@@ -1,5 +1,6 @@
-// Insert-after-FETCH, shared by the Cache RPC and the filler: the one place that turns fetched
-// values plus the writes recorded meanwhile (FetchState) into map entries (docs/cache-fill.md 4).
+// Insert-after-FETCH, shared by the Cache RPC and the filler: a FETCH's reply handed to the key
+// table, which decides per key whether its value may be inserted and which value (a write
+// committed meanwhile wins; docs/cache-fill.md 4).
 #pragma once
 
 #include <cstddef>
@@ -9,21 +10,11 @@
 
 namespace exo::cache {
 
-struct InsertOutcome {
-  Keys inserted;    // in the map now (and still there after the whole batch)
-  Keys not_cached;  // not found, deleted while fetching, or too big for one reply frame:
-                    // the caller should EVICT them so their db node stops tracking them
-  Keys failed;      // their db node could not be asked; nothing to undo
-  Keys cancelled;   // an Evict or Reset RPC came during the FETCH: not inserted; the caller
-                    // should EVICT them too (the FETCH may have reached the db node after it)
-  Keys evicted;     // LRU victims of these inserts (entries gone; rules and db tracking remain),
-                    // including keys of this batch pushed out by later ones
-};
+// InsertOutcome (key_table.h): what the caller must ask rules for, remove, EVICT.
 
-// Caller holds state.mu and had put every key of `want` into state.fetching (this removes them).
-// A write committed while fetching wins over the fetched value; a write still prepared is
-// re-applied as pending on the new entry; a cancelled FETCH inserts nothing. LRU victims also
-// leave the retiring/removing sets: the caller removes their rules itself.
+// Caller holds state.mu and had every key of `want` admitted for FETCH by state.keys. LRU
+// victims are left removing: the caller removes their rules, EVICTs them, then calls
+// state.keys.removal_done(outcome.evicted).
 InsertOutcome insert_fetched(CacheState& state, const Keys& want, const FetchResult& fetched,
                              size_t max_kv_bytes);
 

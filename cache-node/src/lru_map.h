@@ -39,8 +39,6 @@ class LruMap {
     uint32_t prev = kNil, next = kNil;  // LRU list: prev towards MRU, next towards LRU
   };
 
-  enum class TxResult { kOk, kNotHeld, kNoPending, kTxidMismatch, kBusy, kErased };  // TEMP
-
   static uint64_t hash_of(std::string_view key) {
     return exo::key_hash({reinterpret_cast<const uint8_t*>(key.data()), key.size()});
   }
@@ -162,36 +160,6 @@ class LruMap {
     e.prepared.is_delete = false;
     e.prepared.value.clear();
     e.prepared.value.shrink_to_fit();
-  }
-
-  // TEMP: the old entry-level 2PC calls, until their callers use KeyTable.
-  TxResult prepare(std::string_view key, uint64_t txid, bool is_delete, std::string_view value) {
-    Entry* e = find(key);
-    if (!e) return TxResult::kNotHeld;
-    if (check_prepare(e->pending ? &e->prepared : nullptr, txid) != TxCheck::kOk) return TxResult::kBusy;
-    set_pending(*e, PreparedWrite{txid, is_delete, std::string(value)});
-    return TxResult::kOk;
-  }
-  TxResult commit(std::string_view key, uint64_t txid) {
-    Entry* e = find(key);
-    if (!e) return TxResult::kNotHeld;
-    if (!e->pending) return TxResult::kNoPending;
-    if (e->prepared.txid != txid) return TxResult::kTxidMismatch;
-    if (e->prepared.is_delete) {
-      erase_index(index_of(e));
-      return TxResult::kErased;
-    }
-    e->value.swap(e->prepared.value);
-    clear_pending(*e);
-    return TxResult::kOk;
-  }
-  TxResult abort(std::string_view key, uint64_t txid) {
-    Entry* e = find(key);
-    if (!e) return TxResult::kNotHeld;
-    if (!e->pending) return TxResult::kNoPending;
-    if (e->prepared.txid != txid) return TxResult::kTxidMismatch;
-    clear_pending(*e);
-    return TxResult::kOk;
   }
 
  private:

@@ -156,6 +156,9 @@ class ControlServiceTest : public ::testing::Test {
     return rep;
   }
   Keys skipped(const exo::KeysReply& r) { return Keys(r.skipped().begin(), r.skipped().end()); }
+  // What the filler's threads do to a held key: select it out / take it for rule removal.
+  void retire(const std::string& k) { ASSERT_TRUE(state_.keys.mark_retiring(k)) << k; }
+  void take_retiring() { state_.keys.take_retiring(); }
   exo::KeysReply reset() {
     exo::StatsRequest req;
     exo::KeysReply rep;
@@ -210,7 +213,7 @@ TEST_F(ControlServiceTest, CacheFetchesInsertsThenAddsRules) {
   for (auto& [h, present] : ctl_.added) EXPECT_TRUE(present) << "rule requested before insert";
   EXPECT_EQ(ctl_.no_wait, std::vector<bool>{false}) << "Cache() waits for its rules";
   EXPECT_EQ(db_.evicted, Keys{"missing"});  // db node stops tracking a key we did not cache
-  EXPECT_TRUE(state_.fetching.empty());
+  EXPECT_EQ(state_.keys.fetching_count(), 0u);
   EXPECT_EQ(cp_.cached_inserts.load(), 2u);
 }
 
@@ -257,7 +260,7 @@ TEST_F(ControlServiceTest, UnreachablePeersGiveErrorsNotCrashes) {
   EXPECT_NE(rep.error().find("db0.Fetch"), std::string::npos) << rep.error();
   EXPECT_EQ(rep.done(), 0u);
   EXPECT_EQ(skipped(rep), Keys{"a"});
-  EXPECT_TRUE(state_.fetching.empty());
+  EXPECT_EQ(state_.keys.fetching_count(), 0u);
   state_.map.insert("a", "A", nullptr);
   auto ev = call_evict({"a"});
   EXPECT_NE(ev.error().find("RemoveCacheRules"), std::string::npos) << ev.error();
@@ -320,7 +323,7 @@ TEST_F(ControlServiceTest, TwoPhaseWritesOnHeldKeys) {
 TEST_F(ControlServiceTest, DropEntriesListKeysAndStats) {
   state_.map.insert("a", "A", nullptr);
   state_.map.insert("b", "B", nullptr);
-  state_.map.prepare("b", 1, false, "x");
+  state_.keys.prepare("b", 1, false, "x");
   dp_.hits = 7;
   exo::KeysRequest req;
   req.add_keys("a");
@@ -354,8 +357,9 @@ TEST_F(ControlServiceTest, DropEntriesListKeysAndStats) {
 TEST_F(ControlServiceTest, StatsGauges) {
   state_.map.insert("a", "A", nullptr);
   state_.map.insert("b", "B", nullptr);
-  state_.retiring.insert("a");
-  state_.removing.insert("b");
+  retire("b");
+  take_retiring();  // b: removal in flight
+  retire("a");      // a: retiring
   hot_.report("db0", {{"x", 5}, {"y", 4}}, now_ms_);
   cp_.threshold_milli = 2500;
   exo::StatsReply st;
@@ -408,24 +412,26 @@ TEST_F(ControlServiceTest, ReportValidation) {
 TEST_F(ControlServiceTest, CacheSkipsKeysBeingRemovedAndCancelsRetiring) {
   start_servers();
   call_cache({"a", "b"});
-  state_.retiring.insert("a");  // the filler retired it; removal not sent yet
-  state_.removing.insert("b");  // removal in flight
+  retire("b");
+  take_retiring();  // b: removal in flight
+  retire("a");      // the filler retired it; removal not sent yet
   auto rep = call_cache({"a", "b"});
   EXPECT_EQ(skipped(rep), Keys{"b"});
   EXPECT_EQ(rep.done(), 1u);
-  EXPECT_EQ(state_.retiring.count("a"), 0u) << "an explicit Cache() cancels the retirement";
-  EXPECT_EQ(state_.removing.count("b"), 1u);
+  EXPECT_EQ(state_.keys.rule("a"), RulePhase::kNone) << "an explicit Cache() cancels the retirement";
+  EXPECT_TRUE(state_.keys.removing("b"));
 }
 
 TEST_F(ControlServiceTest, EvictClearsRetirement) {
   start_servers();
   call_cache({"a", "b"});
-  state_.retiring.insert("a");
-  state_.removing.insert("b");
+  retire("b");
+  take_retiring();
+  retire("a");
   auto rep = call_evict({"a", "b"});
   EXPECT_EQ(rep.done(), 2u);
-  EXPECT_TRUE(state_.retiring.empty());
-  EXPECT_TRUE(state_.removing.empty());
+  EXPECT_EQ(state_.keys.retiring_count(), 0u);
+  EXPECT_EQ(state_.keys.removing_count(), 0u);
 }
 
 TEST_F(ControlServiceTest, ResetDropsEverythingAndCallsNoPeer) {
@@ -433,7 +439,7 @@ TEST_F(ControlServiceTest, ResetDropsEverythingAndCallsNoPeer) {
   call_cache({"a", "b", "c"});
   ASSERT_EQ(get("a"), Action::kReply);
   EXPECT_TRUE(prepare("b", 7, false, "B2").cached());
-  state_.retiring.insert("c");
+  retire("c");
   const size_t adds = ctl_.added.size(), removes = ctl_.removed.size();
   const size_t fetches = db_.fetched.size(), evicts = db_.evicted.size();
 
@@ -442,9 +448,9 @@ TEST_F(ControlServiceTest, ResetDropsEverythingAndCallsNoPeer) {
   EXPECT_EQ(rep.error(), "");
   EXPECT_EQ(state_.map.size(), 0u);
   EXPECT_EQ(state_.map.pending_count(), 0u);
-  EXPECT_TRUE(state_.retiring.empty()) << "its rule is gone already: nothing to remove";
+  EXPECT_EQ(state_.keys.retiring_count(), 0u) << "its rule is gone already: nothing to remove";
   EXPECT_EQ(cp_.resets.load(), 1u);
-  EXPECT_EQ(state_.resets, 1u);
+  EXPECT_EQ(state_.keys.resets(), 1u);
   // The controller withdrew the rules and the db nodes forgot this node: neither is called.
   EXPECT_EQ(ctl_.added.size(), adds);
   EXPECT_EQ(ctl_.removed.size(), removes);
@@ -489,7 +495,7 @@ TEST_F(ControlServiceTest, FetchInFlightDuringResetInsertsNothing) {
   EXPECT_EQ(rep.done(), 0u);
   EXPECT_EQ(skipped(rep), (Keys{"a", "b"}));
   EXPECT_EQ(state_.map.size(), 0u);
-  EXPECT_TRUE(state_.fetching.empty());
+  EXPECT_EQ(state_.keys.fetching_count(), 0u);
   EXPECT_TRUE(ctl_.added.empty()) << "no rule for a key that was not inserted";
   // The Fetch may have marked them again at the db node: untracked.
   EXPECT_EQ(db_.evicted, (Keys{"a", "b"}));
@@ -510,7 +516,7 @@ TEST_F(ControlServiceTest, EvictDuringFetchWinsOverALaterCommit) {
   auto rep = call_cache({"a"});
   EXPECT_EQ(rep.done(), 0u);
   EXPECT_EQ(state_.map.find("a"), nullptr) << "an evicted key came back through a commit";
-  EXPECT_TRUE(state_.removing.empty());
+  EXPECT_EQ(state_.keys.removing_count(), 0u);
 }
 
 }  // namespace

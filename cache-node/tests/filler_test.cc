@@ -56,14 +56,12 @@ class FillerTest : public ::testing::Test {
   }
   bool retiring(const std::string& k) {  // on its way out: waiting for, or in, rule removal
     std::lock_guard lock(st().mu);
-    return st().retiring.count(k) > 0 || st().removing.count(k) > 0;
+    return st().keys.rule(k) != RulePhase::kNone;
   }
   size_t held() {  // in the map and not on its way out
     std::lock_guard lock(st().mu);
     size_t n = 0;
-    st().map.for_each([&](const LruMap::Entry& e) {
-      n += !st().retiring.count(e.key) && !st().removing.count(e.key);
-    });
+    st().map.for_each([&](const LruMap::Entry& e) { n += st().keys.rule(e.key) == RulePhase::kNone; });
     return n;
   }
 
@@ -84,7 +82,7 @@ TEST_F(FillerTest, ReportedKeysAreFetchedInsertedThenRuledHottestFirst) {
   EXPECT_EQ(peers_.add_no_wait, std::vector<bool>{true});
   EXPECT_EQ(st().map.find("b")->value, "v-b");
   EXPECT_EQ(st().map.size(), 3u);
-  EXPECT_TRUE(st().fetching.empty());
+  EXPECT_EQ(st().keys.fetching_count(), 0u);
   EXPECT_EQ(cp_.fill_rounds.load(), 1u);
   EXPECT_EQ(cp_.fill_admitted.load(), 3u);
   // Held keys are not fetched again.
@@ -110,10 +108,9 @@ TEST_F(FillerTest, KeysNotFoundAreEvictedBack) {
 TEST_F(FillerTest, CommitDuringFetchWinsOverFetchedValue) {
   make(10);
   peers_.during_fetch = [this](const Keys&) {
-    std::lock_guard lock(st().mu);  // what Commit() does for a key being fetched
-    FetchState& fs = st().fetching.at("a");
-    fs.committed = true;
-    fs.committed_value = "newer";
+    std::lock_guard lock(st().mu);  // what Prepare() and Commit() do for a key being fetched
+    ASSERT_TRUE(st().keys.prepare("a", 1, false, "newer").applied);
+    ASSERT_TRUE(st().keys.commit("a", 1, true).applied);
   };
   round({{"a", 50}});
   EXPECT_EQ(st().map.find("a")->value, "newer");
@@ -148,8 +145,8 @@ TEST_F(FillerTest, HotSetSwapRetiresOldKeysRuleFirstThenEraseThenEvict) {
   EXPECT_FALSE(peers_.present_at_evict.at("b"));
   EXPECT_EQ(st().map.find("a"), nullptr);
   EXPECT_EQ(st().map.size(), 2u);
-  EXPECT_TRUE(st().retiring.empty());
-  EXPECT_TRUE(st().removing.empty());
+  EXPECT_EQ(st().keys.retiring_count(), 0u);
+  EXPECT_EQ(st().keys.removing_count(), 0u);
   EXPECT_EQ(cp_.retired.load(), 2u);
   EXPECT_TRUE(filler_->retire_once()) << "nothing left: no calls";
   EXPECT_EQ(peers_.log.size(), 4u);
@@ -285,6 +282,32 @@ TEST_F(FillerTest, NoFetchOfARetiredKeyUntilItsEvictIsBack) {
   EXPECT_FALSE(retiring("a"));
 }
 
+TEST_F(FillerTest, LruVictimsOfAFillInsertAreNotFetchedAgainUntilTheirEvictIsBack) {
+  // A concurrent Cache RPC filled the map while the filler's FETCH was out, so the filler's
+  // insert pushes an entry out. Like the Cache RPC's victims, it stays removing until the
+  // filler's EVICT of it is back: a FETCH that overtook that EVICT would be untracked by it.
+  make(2);  // map of 4
+  peers_.during_fetch = [this](const Keys&) {
+    std::lock_guard lock(st().mu);
+    for (auto k : {"w", "x", "y", "z"}) st().map.insert(k, "c", nullptr);
+  };
+  bool checked = false;
+  peers_.during_evict = [&](const Keys& keys) {
+    if (std::find(keys.begin(), keys.end(), "w") == keys.end()) return;
+    checked = true;
+    std::lock_guard lock(st().mu);
+    EXPECT_TRUE(st().keys.removing("w"));
+    EXPECT_EQ(st().keys.admit_for_cache("w"), CacheAdmit::kSkip);
+  };
+  round({{"a", 100}});
+  EXPECT_TRUE(checked);
+  EXPECT_EQ(peers_.removes.back(), Keys{"w"});
+  EXPECT_EQ(peers_.remove_no_wait.back(), true);
+  EXPECT_EQ(st().keys.state("w"), KeyState::kAbsent) << "removal done once its EVICT is back";
+  EXPECT_NE(st().map.find("a"), nullptr);
+  EXPECT_EQ(cp_.evictions.load(), 1u);
+}
+
 TEST_F(FillerTest, AnAddTheControllerGotIsNotSentAgain) {
   // It counts references per rule: a resent add would need a second remove.
   make(10);
@@ -324,7 +347,7 @@ TEST_F(FillerTest, FetchFailureIsCountedAndRetriedNextRound) {
   EXPECT_EQ(cp_.fill_fetch_failed.load(), 1u);
   EXPECT_EQ(st().map.find("a"), nullptr);
   EXPECT_NE(st().map.find("b"), nullptr);
-  EXPECT_TRUE(st().fetching.empty());
+  EXPECT_EQ(st().keys.fetching_count(), 0u);
   EXPECT_EQ(peers_.adds.back(), (KR{{"b", 50}}));
   peers_.unreachable.clear();
   round({{"a", 100}, {"b", 50}});
@@ -439,7 +462,7 @@ TEST_F(FillerTest, DisabledStartsNothing) {
 // What the Reset RPC does to the shared state (ControlService::Reset).
 void reset(CacheState& st) {
   std::lock_guard lock(st.mu);
-  st.reset();
+  st.keys.reset();
 }
 
 TEST_F(FillerTest, AfterResetARuleAddToResendIsForgotten) {
@@ -487,7 +510,7 @@ TEST_F(FillerTest, FetchInFlightDuringResetInsertsNothingAndIsRefetched) {
   };
   round({{"a", 100}, {"b", 90}});
   EXPECT_EQ(st().map.size(), 0u);
-  EXPECT_TRUE(st().fetching.empty());
+  EXPECT_EQ(st().keys.fetching_count(), 0u);
   EXPECT_TRUE(peers_.adds.empty()) << "no rule for keys that were not inserted";
   EXPECT_EQ(peers_.log.back(), "evict a b") << "untracked: the FETCH may have marked them again";
   round({{"a", 100}, {"b", 90}});

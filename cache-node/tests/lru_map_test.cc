@@ -5,7 +5,7 @@
 namespace {
 
 using exo::cache::LruMap;
-using TxResult = LruMap::TxResult;
+using exo::cache::PreparedWrite;
 using Keys = std::vector<std::string>;
 
 TEST(LruMap, InsertFindAndCapacity) {
@@ -105,74 +105,47 @@ TEST(LruMap, KeysAreBinarySafe) {
   EXPECT_EQ(m.find(k)->value.size(), 2u);
 }
 
-TEST(LruMap, PrepareCommitPut) {
-  LruMap m(4);
-  m.insert("a", "old", nullptr);
-  EXPECT_EQ(m.prepare("a", 7, false, "new"), TxResult::kOk);
-  EXPECT_TRUE(m.find("a")->pending);
-  EXPECT_EQ(m.pending_count(), 1u);
-  EXPECT_EQ(m.find("a")->value, "old");  // not visible before commit
-  EXPECT_EQ(m.prepare("a", 6, false, "older"), TxResult::kBusy);  // an older txid never wins
-  EXPECT_EQ(m.commit("a", 8), TxResult::kTxidMismatch);
-  EXPECT_EQ(m.commit("a", 7), TxResult::kOk);
-  EXPECT_FALSE(m.find("a")->pending);
-  EXPECT_EQ(m.find("a")->value, "new");
-  EXPECT_EQ(m.pending_count(), 0u);
-  EXPECT_EQ(m.commit("a", 7), TxResult::kNoPending);
-}
-
-TEST(LruMap, PrepareCommitDeleteErases) {
-  LruMap m(4);
-  m.insert("a", "old", nullptr);
-  EXPECT_EQ(m.prepare("a", 1, true, ""), TxResult::kOk);
-  EXPECT_EQ(m.commit("a", 1), TxResult::kErased);
-  EXPECT_EQ(m.find("a"), nullptr);
-  EXPECT_EQ(m.size(), 0u);
-  EXPECT_EQ(m.pending_count(), 0u);
-}
-
-TEST(LruMap, AbortKeepsOldValue) {
-  LruMap m(4);
-  m.insert("a", "old", nullptr);
-  EXPECT_EQ(m.prepare("a", 3, false, "new"), TxResult::kOk);
-  EXPECT_EQ(m.abort("a", 4), TxResult::kTxidMismatch);
-  EXPECT_EQ(m.abort("a", 3), TxResult::kOk);
-  EXPECT_FALSE(m.find("a")->pending);
-  EXPECT_EQ(m.find("a")->value, "old");
-  EXPECT_EQ(m.abort("a", 3), TxResult::kNoPending);
-}
-
-TEST(LruMap, TxOnUnheldKey) {
-  LruMap m(4);
-  EXPECT_EQ(m.prepare("a", 1, false, "v"), TxResult::kNotHeld);
-  EXPECT_EQ(m.commit("a", 1), TxResult::kNotHeld);
-  EXPECT_EQ(m.abort("a", 1), TxResult::kNotHeld);
-}
-
 TEST(LruMap, EvictingOrErasingPendingEntryFixesPendingCount) {
   LruMap m(1);
-  m.insert("a", "v", nullptr);
-  m.prepare("a", 1, false, "w");
+  m.set_pending(*m.insert("a", "v", nullptr), PreparedWrite{1, false, "w"});
+  EXPECT_EQ(m.pending_count(), 1u);
   Keys ev;
   m.insert("b", "v", &ev);
   EXPECT_EQ(ev, Keys{"a"});
   EXPECT_EQ(m.pending_count(), 0u);
   EXPECT_FALSE(m.find("b")->pending);  // a reused slot starts clean
-  EXPECT_EQ(m.commit("a", 1), TxResult::kNotHeld);
+  EXPECT_TRUE(m.find("b")->prepared.value.empty());
+  m.set_pending(*m.find("b"), PreparedWrite{2, true, ""});
+  EXPECT_TRUE(m.erase("b"));
+  EXPECT_EQ(m.pending_count(), 0u);
+}
+
+TEST(LruMap, PendingWriteIsKeptBesideTheValue) {
+  LruMap m(2);
+  LruMap::Entry* e = m.insert("a", "old", nullptr);
+  m.set_pending(*e, PreparedWrite{7, false, "new"});
+  m.set_pending(*e, PreparedWrite{9, false, "newer"});  // replaced, counted once
+  EXPECT_EQ(m.pending_count(), 1u);
+  EXPECT_EQ(m.find("a")->value, "old") << "the value is the key table's to change";
+  EXPECT_EQ(m.find("a")->prepared.txid, 9u);
+  m.clear_pending(*e);
+  m.clear_pending(*e);
+  EXPECT_EQ(m.pending_count(), 0u);
+  EXPECT_FALSE(m.find("a")->pending);
+  EXPECT_EQ(m.find("a")->value, "old");
 }
 
 TEST(LruMap, ClearDropsEveryEntryAndTheSlotsAreReused) {
   LruMap m(3);
   std::vector<std::string> evicted;
   for (auto k : {"a", "b", "c"}) m.insert(k, "v", &evicted);
-  ASSERT_EQ(m.prepare("b", 1, false, "w"), LruMap::TxResult::kOk);
+  m.set_pending(*m.find("b"), PreparedWrite{1, false, "w"});
   EXPECT_EQ(m.clear(), 3u);
   EXPECT_EQ(m.size(), 0u);
   EXPECT_EQ(m.pending_count(), 0u);
   EXPECT_EQ(m.find("a"), nullptr);
   EXPECT_EQ(m.find("b"), nullptr);
   EXPECT_TRUE(m.keys().empty());
-  EXPECT_EQ(m.commit("b", 1), LruMap::TxResult::kNotHeld);
   for (auto k : {"d", "e", "f"}) m.insert(k, "v", &evicted);
   EXPECT_TRUE(evicted.empty()) << "all three slots were free again";
   EXPECT_EQ(m.keys(), (std::vector<std::string>{"f", "e", "d"}));
@@ -181,17 +154,3 @@ TEST(LruMap, ClearDropsEveryEntryAndTheSlotsAreReused) {
 }
 
 }  // namespace
-
-// A Prepare that arrived after its Abort (answered "nothing pending") leaves an orphan pending
-// txid. The db node resolves a key's earlier transaction before preparing the next one, so a
-// newer txid replaces the orphan instead of making every later write BUSY.
-TEST(LruMap, NewerPrepareSupersedesAnOrphanedOlderOne) {
-  LruMap m(4);
-  m.insert("a", "old", nullptr);
-  ASSERT_EQ(m.prepare("a", 7, false, "orphan"), TxResult::kOk);
-  EXPECT_EQ(m.prepare("a", 9, false, "new"), TxResult::kOk);
-  EXPECT_EQ(m.pending_count(), 1u);
-  EXPECT_EQ(m.commit("a", 7), TxResult::kTxidMismatch);
-  EXPECT_EQ(m.commit("a", 9), TxResult::kOk);
-  EXPECT_EQ(m.find("a")->value, "new");
-}

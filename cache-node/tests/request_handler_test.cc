@@ -129,11 +129,11 @@ TEST(RequestHandler, AWrongHashInTheMacIsAMissNotAWrongHit) {
 TEST(RequestHandler, PendingKeyIsForwardedUntilCommit) {
   Harness h;
   h.state.map.insert("k", "old", nullptr);
-  h.state.map.prepare("k", 5, false, "new");
+  h.state.keys.prepare("k", 5, false, "new");
   Frame f = make_request("k");
   EXPECT_EQ(h.run(f), Action::kForward);
   EXPECT_EQ(f.buf[0], 0xBA);
-  h.state.map.commit("k", 5);
+  h.state.keys.commit("k", 5, false);
   Frame g = make_request("k");
   ASSERT_EQ(h.run(g), Action::kReply);
   wire::FrameView v;

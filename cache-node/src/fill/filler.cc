@@ -87,11 +87,9 @@ void Filler::run_round() {
     forget_if_reset();
     hits.reserve(state_.map.size());
     state_.map.for_each([&](const LruMap::Entry& e) { hits.emplace_back(e.key, e.hits); });
-    // A retiring key whose entry is gone (a committed DELETE) still has a rule to remove: letting
-    // it be fetched now would race its pending removal.
-    for (const auto& k : state_.retiring) (state_.map.find(k) ? retiring : skip).insert(k);
-    skip.insert(state_.removing.begin(), state_.removing.end());
-    for (const auto& [k, fs] : state_.fetching) skip.insert(k);
+    FillView view = state_.keys.fill_view();
+    retiring = std::move(view.retiring_held);
+    skip = std::move(view.busy);
   }
   std::erase_if(uncacheable_, [&](const auto& kv) { return kv.second <= now; });
   for (const auto& [k, until] : uncacheable_) skip.insert(k);
@@ -139,22 +137,16 @@ void Filler::run_round() {
   size_t marked = 0, cancelled = 0;
   {
     std::lock_guard lock(state_.mu);
-    for (const auto& v : sel.evict)
-      if (state_.map.find(v.key) && !state_.removing.count(v.key) &&
-          state_.retiring.insert(v.key).second)
-        ++marked;
-    size_t room = state_.map.capacity() - state_.map.size();
+    for (const auto& v : sel.evict) marked += state_.keys.mark_retiring(v.key);
+    const size_t room = state_.keys.room();
     for (const auto& a : sel.admit) {
-      if (state_.retiring.erase(a.key)) {
-        ++cancelled;  // its removal was never sent: its rule is still there
-        continue;
+      const bool has_room = to_fetch.size() < opt_.cfg.max_fetch_batch && to_fetch.size() < room;
+      switch (state_.keys.admit_for_fill(a.key, has_room)) {
+        case FillAdmit::kFetch: to_fetch.push_back(a); break;
+        case FillAdmit::kRetirementCancelled: ++cancelled; break;
+        case FillAdmit::kNoRoom:
+        case FillAdmit::kSkip: break;  // next round, or taken by a concurrent Cache RPC
       }
-      if (to_fetch.size() >= opt_.cfg.max_fetch_batch || to_fetch.size() >= room) continue;
-      // A concurrent Cache RPC may have taken the key since the snapshot.
-      if (state_.map.find(a.key) || state_.fetching.count(a.key) || state_.removing.count(a.key))
-        continue;
-      state_.fetching.emplace(a.key, FetchState{});
-      to_fetch.push_back(a);
     }
   }
   cp_.fill_evicted += marked;
@@ -204,7 +196,8 @@ void Filler::fetch_and_insert(const std::vector<KeyRate>& admit, uint64_t now_ms
         for (const auto& kr : rules) unruled_[kr.key] = kr.rate;
     }
   // LRU victims only when a concurrent Cache RPC filled the map: their entries are gone already,
-  // so a GET still routed here is forwarded; queue the removal without waiting.
+  // so a GET still routed here is forwarded; queue the removal without waiting. They stay
+  // removing (not fetched again) until their EVICT below is back.
   if (!o.evicted.empty())
     if (std::string e = peers_.remove_rules(o.evicted, /*no_wait=*/true).error; !e.empty()) {
       ++cp_.fill_rule_errors;
@@ -218,11 +211,15 @@ void Filler::fetch_and_insert(const std::vector<KeyRate>& admit, uint64_t now_ms
   untrack.insert(untrack.end(), o.evicted.begin(), o.evicted.end());
   if (!untrack.empty())
     if (std::string e = peers_.evict(untrack); !e.empty()) LOG_WARN("fill: %s", e.c_str());
+  if (!o.evicted.empty()) {
+    std::lock_guard lock(state_.mu);
+    state_.keys.removal_done(o.evicted);
+  }
 }
 
 void Filler::forget_if_reset() {
-  if (state_.resets == fill_resets_) return;
-  fill_resets_ = state_.resets;
+  if (state_.keys.resets() == fill_resets_) return;
+  fill_resets_ = state_.keys.resets();
   hit_rates_.clear();
   unruled_.clear();
 }
@@ -255,18 +252,17 @@ bool Filler::retire_once() {
   stalled_.clear();
   {
     std::lock_guard lock(state_.mu);
-    if (state_.resets != retire_resets_) {
+    if (state_.keys.resets() != retire_resets_) {
       // A Reset RPC came since these were taken: the controller withdrew their rules and their
       // db nodes forgot this node, so there is nothing left to remove or EVICT.
-      for (const auto& k : batch) state_.removing.erase(k);
+      state_.keys.removal_done(batch);
       batch.clear();
-      retire_resets_ = state_.resets;
+      retire_resets_ = state_.keys.resets();
     }
-    // Dropped from `removing` meanwhile: an Evict RPC took care of it.
-    std::erase_if(batch, [&](const std::string& k) { return !state_.removing.count(k); });
-    batch.insert(batch.end(), state_.retiring.begin(), state_.retiring.end());
-    state_.removing.insert(state_.retiring.begin(), state_.retiring.end());
-    state_.retiring.clear();
+    // No longer removing: an Evict RPC took care of it.
+    std::erase_if(batch, [&](const std::string& k) { return !state_.keys.removing(k); });
+    const Keys taken = state_.keys.take_retiring();
+    batch.insert(batch.end(), taken.begin(), taken.end());
   }
   if (batch.empty()) return true;
   std::sort(batch.begin(), batch.end());
@@ -277,23 +273,18 @@ bool Filler::retire_once() {
     stalled_ = std::move(batch);  // sent again next pass: removing an absent rule is a no-op
     return false;
   }
-  Keys gone;
-  size_t erased = 0;
+  Retired r;
   {
     std::lock_guard lock(state_.mu);
-    for (const auto& k : batch) {
-      // Not in `removing` any more: an LRU insert or Evict RPC already took care of it.
-      if (!state_.removing.count(k)) continue;
-      if (state_.map.erase(k)) ++erased;
-      gone.push_back(k);
-    }
+    r = state_.keys.rules_removed(batch);  // of the keys still removing: entries erased
   }
-  cp_.retired += erased;
+  const Keys& gone = r.gone;
+  cp_.retired += r.erased;
   // Only now may the db node stop two-phase-committing these keys with us.
   if (gone.empty()) return true;
   if (std::string e = peers_.evict(gone); !e.empty()) LOG_WARN("retire: %s", e.c_str());
   std::lock_guard lock(state_.mu);
-  for (const auto& k : gone) state_.removing.erase(k);
+  state_.keys.removal_done(gone);
   return true;
 }
 

@@ -75,9 +75,9 @@ class Filler {
   // Fill-thread state (only run_round touches it).
   HitRates hit_rates_;
   std::unordered_map<std::string, double> unruled_;  // inserted, AddCacheRules failed: key -> rate
-  uint64_t fill_resets_ = 0;  // state_.resets when hit_rates_ and unruled_ were last valid
+  uint64_t fill_resets_ = 0;  // keys.resets() when hit_rates_ and unruled_ were last valid
   Keys stalled_;  // retire thread only: removal failed, still in `removing`, sent again next pass
-  uint64_t retire_resets_ = 0;  // retire thread only: state_.resets when stalled_ was taken
+  uint64_t retire_resets_ = 0;  // retire thread only: keys.resets() when stalled_ was taken
   // Keys found missing (or too big) on FETCH -> until when they are not tried again. A db node
   // may well report a hot key that does not exist (GETs answered NOT_FOUND); without this the
   // filler would FETCH and EVICT it every round.

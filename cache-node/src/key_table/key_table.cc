@@ -213,6 +213,13 @@ FillView KeyTable::fill_view() const {
   return v;
 }
 
+Keys KeyTable::fetching_keys() const {
+  Keys out;
+  for (const auto& [k, r] : records_)
+    if (r.fetch) out.push_back(k);
+  return out;
+}
+
 std::string KeyTable::check() const {
   size_t fetching = 0, retiring = 0, removing = 0;
   for (const auto& [k, r] : records_) {

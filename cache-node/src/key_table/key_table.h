@@ -146,6 +146,7 @@ class KeyTable {
   bool held(const std::string& key) const { return map_.find(key) != nullptr; }
   bool removing(const std::string& key) const { return rule(key) == RulePhase::kRemoving; }
   FillView fill_view() const;
+  Keys fetching_keys() const;  // with a FETCH in flight (cancelled ones too)
   size_t fetching_count() const { return fetching_; }
   size_t retiring_count() const { return retiring_; }
   size_t removing_count() const { return removing_; }
