@@ -292,8 +292,9 @@ def search_losses(measure: Callable[[float], Measurement], probe_rate: float,
                   max_runs_per_loss: Optional[int] = None, max_width: float = MAX_WIDTH,
                   min_rate: Optional[float] = None) -> LossSearch:
     """Runs until every loss in `losses` has its point (or is given up on), at most `max_runs`
-    runs in all. Losses are served lowest first: the strict rule's runs lie under the 5% rule's
-    rate and become its lower runs, so one series of runs serves both."""
+    runs in all, at most `max_runs_per_loss` for one rule while another still needs runs. Losses
+    are served lowest first: the strict rule's runs lie under the 5% rule's rate and become its
+    lower runs, so one series of runs serves both."""
     per_loss = max_runs_per_loss or max_runs
     min_rate = min_rate if min_rate is not None else 0.1 * probe_rate
     runs = [measure(probe_rate)]
@@ -304,10 +305,14 @@ def search_losses(measure: Callable[[float], Measurement], probe_rate: float,
                    if L not in given_up and not point_at_loss(runs, L, max_width).met_loss_rule]
         if not pending:
             break
-        L = pending[0]
-        rate = next_rate(runs, L, min_rate) if spent[L] < per_loss else None
-        if rate is None:
+        # a rule that has had its max_runs_per_loss waits while another still needs runs; when
+        # only such rules are left they share what remains of max_runs
+        for L in [x for x in pending if spent[x] < per_loss] + [x for x in pending if spent[x] >= per_loss]:
+            rate = next_rate(runs, L, min_rate)
+            if rate is not None:
+                break
             given_up.add(L)
+        else:
             continue
         spent[L] += 1
         runs.append(measure(rate))

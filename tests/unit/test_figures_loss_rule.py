@@ -157,3 +157,12 @@ def test_one_hiccup_run_does_not_derail_the_search():
         assert p.met_loss_rule, p.why
         thr = _rate_at(L, 1.03, 0.0002, 0) * (1 - L)
         assert p.throughput_rps == pytest.approx(thr, rel=0.05)
+
+
+def test_a_rule_past_its_share_of_runs_gets_what_the_other_left():
+    """max_runs_per_loss keeps runs for the other rule while it still needs them; once every rule
+    has had its share, the remaining runs still go to whichever is unmet."""
+    measure, calls = single_target(model_share=1.25, cap_factor=1.04)
+    s = search_losses(measure, probe_rate=350, losses=(0.001, 0.05), max_runs=12, max_runs_per_loss=3)
+    assert all(p.met_loss_rule for p in s.points.values())
+    assert 1 + 2 * 3 < len(calls) <= 12
