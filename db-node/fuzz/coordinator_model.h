@@ -27,8 +27,8 @@
 //           and no transition overflows its action list.
 // One exception, written down in resolver.h: an Abort whose durable record could not be written
 // is only in memory; if the node then dies before delivering it, the cache node keeps that key
-// pending (its reads are forwarded, so they stay correct) until the entry is dropped. Such keys
-// are excluded from "decided" (and only those).
+// pending (its reads are forwarded, so they stay correct) until the entry is dropped or the next
+// write's Prepare supersedes it. Such keys are excluded from "decided" (and only those).
 #pragma once
 
 #include <cstdio>
@@ -243,8 +243,10 @@ struct World {
     auto it = cache.entries.find(std::string(a.key));
     if (it == cache.entries.end()) {
       code = PrepareOutcome::kNotCached;
-    } else if (it->second.pending && it->second.pending->txid != a.txid) {
-      code = PrepareOutcome::kFailed;  // "another write is prepared"
+    } else if (it->second.pending && it->second.pending->txid > a.txid) {
+      // A newer write is prepared (cache-node/src/key_table/prepared_write.h: an older pending
+      // txid is superseded, an equal one re-prepared).
+      code = PrepareOutcome::kFailed;
     } else {
       it->second.pending = CacheNode::Pending{a.txid, a.is_delete, std::string(sv_of(a.value))};
       code = PrepareOutcome::kPrepared;
