@@ -1,11 +1,13 @@
 // libFuzzer target: the cache node's per-burst data-plane code (classify, hit/miss, in-place
 // reply, forward rewrite) on arbitrary frames. Every frame must end with exactly one action and
-// one counter, and nothing may be written past a frame's capacity.
+// one counter, and nothing may be written past a frame's capacity; a forwarded GET still parses
+// (its UDP checksum kept valid). Checksums are repaired unless marked (frame_fuzz.h).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "fuzz/frame_fuzz.h"
 #include "keyhash.h"
 #include "request_handler.h"
 
@@ -46,6 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     data += 2;
     size -= 2;
     auto& b = bufs.emplace_back(data, data + len);
+    exo::fuzz::repair_checksums(b);
     b.resize(cap);
     frames[n].data = b.data();
     frames[n].len = len;
@@ -66,6 +69,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
     if (frames[i].action == Action::kReply && frames[i].out_len > self.max_frame) std::abort();
     if (frames[i].action == Action::kForward && frames[i].data[0] != exo::kPrefixOther) std::abort();
+    if (frames[i].action == Action::kForward) {
+      exo::wire::FrameView v{};
+      if (exo::wire::parse({frames[i].data, frames[i].len}, v) != exo::wire::ParseError::kNone)
+        std::abort();
+    }
   }
   return 0;
 }

@@ -2,43 +2,29 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <string_view>
 
 namespace exo::cache {
-namespace {
-
-inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-
-// Offsets from docs/wire-format.md.
-constexpr size_t kUdpDstOff = 36;
-constexpr size_t kFlagsOff = wire::kPayloadOffset + 5;
-
-}  // namespace
 
 Verdict classify(std::span<const uint8_t> frame, const SelfInfo& self, wire::FrameView& view) {
-  const uint8_t* f = frame.data();
-  const size_t n = frame.size();
-  if (n < 12 || !wire::is_request_mac(f)) return Verdict::kIgnore;
-  // Our own replies can come back to us (e.g. flooded by a switch): never treat them as requests.
-  if (std::memcmp(f + 6, self.mac.data(), 6) == 0) return Verdict::kIgnore;
-  // Other UDP traffic that happens to carry our prefix is not ours; check the port before the full
-  // parse so it is ignored rather than counted as malformed.
-  if (n >= kUdpDstOff + 2 && f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45 && f[23] == 17 &&
-      rd16(f + kUdpDstOff) != self.udp_port)
-    return Verdict::kIgnore;
-  if (n > self.max_frame) return Verdict::kMalformed;  // oversized: the link MTU was ignored
-  if (wire::parse(frame, view) != wire::ParseError::kNone) return Verdict::kMalformed;
-  // Only GET requests are routed to cache nodes (Ruleset 2 matches prefix 0xAA only). A PUT, a
-  // reply or a 0xBA frame here is a misroute: drop it rather than guess.
-  if (view.opcode != wire::kGet || f[0] != kPrefixGet) return Verdict::kMalformed;
+  // The nodes' one pre-filter: not ours (prefix, own MAC, other UDP port) is ignored; ours but
+  // invalid (checksums included), oversized or a reply is malformed.
+  wire::ScreenPolicy policy;
+  policy.udp_port = self.udp_port;
+  policy.max_frame = self.max_frame;
+  policy.self_mac = self.mac.data();
+  switch (wire::screen(frame, policy, view)) {
+    case wire::Screen::kIgnore: return Verdict::kIgnore;
+    case wire::Screen::kMalformed: return Verdict::kMalformed;
+    case wire::Screen::kRequest: break;
+  }
+  // Only GET requests are routed to cache nodes (Ruleset 2 matches prefix 0xAA only). A PUT or
+  // a 0xBA frame here is a misroute: drop it rather than guess.
+  if (view.opcode != wire::kGet || view.eth_dst[0] != kPrefixGet) return Verdict::kMalformed;
   return Verdict::kGet;
 }
 
-void make_forward(uint8_t* frame) {
-  frame[0] = kPrefixOther;
-  frame[kFlagsOff] |= wire::kForwarded;  // UDP checksum is 0, IPv4 checksum does not cover it
-}
+void make_forward(uint8_t* frame) { wire::mark_forwarded(frame); }
 
 Action execute_get(FrameRef& f, const wire::FrameView& view, uint64_t hash, LruMap& map,
                    const SelfInfo& self) {

@@ -44,11 +44,12 @@ struct FrameRef {
   size_t out_len = 0;  // frame length to transmit (kReply / kForward)
 };
 
-// Phase 1: is this frame ours, well-formed, no longer than self.max_frame, and a GET? Fills
-// `view` on kGet.
+// Phase 1: wire::screen() (the pre-filter every node runs: ours? valid, checksums included? no
+// longer than self.max_frame? a request?), then: a GET with prefix 0xAA? Fills `view` on kGet.
 Verdict classify(std::span<const uint8_t> frame, const SelfInfo& self, wire::FrameView& view);
 
-// Rewrites a GET so switch Ruleset 3 (not Ruleset 2) takes it to the owning db node.
+// Rewrites a GET so switch Ruleset 3 (not Ruleset 2) takes it to the owning db node
+// (wire::mark_forwarded: prefix 0xBA, FORWARDED, a UDP checksum kept valid).
 void make_forward(uint8_t* frame);
 
 // Phase 3 for one classified GET. Caller holds the map lock.

@@ -85,6 +85,7 @@ TEST(RequestHandler, HitIsAnsweredInPlace) {
   wire::FrameView v;
   ASSERT_EQ(wire::parse({f.buf.data(), h.last_out_len}, v), wire::ParseError::kNone);
   EXPECT_EQ(std::string(v.value.begin(), v.value.end()), "hello-value");
+  EXPECT_EQ(v.flags, wire::kFromCache) << "FROM_CACHE only: no reply carries FORWARDED";
   EXPECT_EQ(h.c.rx_frames, 1u);
   EXPECT_EQ(h.c.gets, 1u);
   EXPECT_EQ(h.c.hits, 1u);
@@ -100,10 +101,11 @@ TEST(RequestHandler, MissIsForwardedWithPrefixBA) {
   ASSERT_EQ(h.run(f), Action::kForward);
   EXPECT_EQ(h.last_out_len, f.len);
   EXPECT_EQ(f.buf[0], 0xBA);
-  EXPECT_EQ(f.buf[47], wire::kForwarded);
-  // Nothing else changed: the key hash bytes, src MAC (the db node replies to the client), rest.
+  EXPECT_EQ(f.buf[wire::off::kFlags], wire::kForwarded);
+  // Nothing else changed: the key hash bytes, src MAC (the db node replies to the client), rest
+  // (the UDP checksum is 0, "none", and stays so).
   for (size_t i = 1; i < f.len; ++i)
-    if (i != 47) {
+    if (i != wire::off::kFlags) {
       ASSERT_EQ(f.buf[i], before[i]) << "byte " << i;
     }
   wire::FrameView v;
@@ -167,10 +169,10 @@ TEST(RequestHandler, MalformedFramesAreDroppedAndCounted) {
   t.len = 50;  // truncated
   bad.push_back(t);
   Frame m = make_request("k");
-  m.buf[42] = 0x00;  // bad magic
+  m.buf[wire::off::kMagic] = 0x00;  // bad magic
   bad.push_back(m);
   Frame k = make_request("k");
-  k.buf[48] = 0x00, k.buf[49] = 0x00;  // key_len 0
+  k.buf[wire::off::kKeyLen] = 0x00, k.buf[wire::off::kKeyLen + 1] = 0x00;  // key_len 0
   bad.push_back(k);
   bad.push_back(make_request("k", wire::kPut, exo::kPrefixOther, kClientMac, 7777, "v"));  // PUT
   bad.push_back(make_request("k", wire::kGet | wire::kReplyBit));                          // a reply
@@ -179,6 +181,40 @@ TEST(RequestHandler, MalformedFramesAreDroppedAndCounted) {
   EXPECT_EQ(h.c.malformed_dropped, bad.size());
   EXPECT_EQ(h.c.gets, 0u);
   EXPECT_EQ(h.c.ignored, 0u);
+}
+
+// The checks every node makes (wire::screen): a wrong IPv4 header checksum or a wrong
+// non-zero UDP checksum is malformed, never served; a correct UDP checksum (or 0) is served.
+TEST(RequestHandler, FramesWithWrongChecksumsAreDroppedAndCounted) {
+  Harness h;
+  h.state.map.insert("k", "v", nullptr);
+  Frame bad_ip = make_request("k");
+  bad_ip.buf[wire::off::kIpTtl] = 1;  // header changed, checksum not
+  EXPECT_EQ(h.run(bad_ip), Action::kDrop);
+  Frame bad_udp = make_request("k");
+  wire::set_udp_checksum({bad_udp.buf.data(), bad_udp.len});
+  bad_udp.buf[bad_udp.len - 1] ^= 0x20;  // the key changed on the way
+  EXPECT_EQ(h.run(bad_udp), Action::kDrop);
+  EXPECT_EQ(h.c.malformed_dropped, 2u);
+  EXPECT_EQ(h.c.gets, 0u);
+
+  Frame good_udp = make_request("k");
+  wire::set_udp_checksum({good_udp.buf.data(), good_udp.len});
+  EXPECT_EQ(h.run(good_udp), Action::kReply);
+  EXPECT_EQ(h.c.hits, 1u);
+}
+
+TEST(RequestHandler, ForwardedMissKeepsTheClientsUdpChecksumValid) {
+  // The db node verifies a non-zero UDP checksum; the FORWARDED flag is inside the payload.
+  Harness h;
+  Frame f = make_request("nope");
+  wire::set_udp_checksum({f.buf.data(), f.len});
+  ASSERT_EQ(h.run(f), Action::kForward);
+  EXPECT_NE(wire::header_of(f.buf.data())->udp.checksum.get(), 0);
+  EXPECT_TRUE(wire::udp_checksum_ok(f.buf.data()));
+  wire::FrameView v;
+  ASSERT_EQ(wire::parse({f.buf.data(), f.len}, v), wire::ParseError::kNone);
+  EXPECT_EQ(v.flags, wire::kForwarded);
 }
 
 TEST(RequestHandler, ForeignFramesAreIgnored) {

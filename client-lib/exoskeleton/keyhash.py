@@ -1,4 +1,6 @@
-"""The one key hash of the cluster: low 40 bits of XXH64(key, seed=0).
+"""The one key hash of the cluster: low 40 bits of XXH64(key, seed=0), and the request MAC
+prefixes. The one definition of these constants in Python: the controller's switch rules
+(exo_controller.flows) and the partition table (exo_common.partitions) import them from here.
 
 The C++ twin is proto/cpp/keyhash.h; both are checked against proto/wire_vectors.json.
 """
@@ -9,8 +11,11 @@ import xxhash
 HASH_BITS = 40
 HASH_MASK = (1 << HASH_BITS) - 1
 
-PREFIX_GET = 0xAA
-PREFIX_OTHER = 0xBA
+PREFIX_GET = 0xAA    # GETs: may match Ruleset 2 (a cache node)
+PREFIX_OTHER = 0xBA  # PUT/DELETE and forwarded GETs: Ruleset 3 only
+# The prefixes differ only in bit 4 (0x10): a first-byte mask of 0xEF matches both, so one
+# Ruleset 3 rule per slot serves GETs and writes (docs/switch-rules.md).
+PREFIX_BOTH_MASK = 0xFF & ~(PREFIX_GET ^ PREFIX_OTHER)
 
 
 def key_hash(key: bytes) -> int:

@@ -19,9 +19,8 @@ import bisect
 import math
 
 import xxhash
-
-HASH_BITS = 40
-HASH_MASK = (1 << HASH_BITS) - 1
+# The key hash's width is defined once, with the hash (client-lib/exoskeleton/keyhash.py).
+from exoskeleton.keyhash import HASH_BITS, HASH_MASK  # noqa: F401
 
 
 def ring_points(names: list[str], vnodes: int) -> list[tuple[int, str]]:

@@ -19,14 +19,11 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-HASH_BITS = 40
-HASH_MASK = (1 << HASH_BITS) - 1
+# The key-hash width and request prefixes are defined once, in exoskeleton.keyhash.
+from exoskeleton.keyhash import HASH_BITS, HASH_MASK, PREFIX_BOTH_MASK, PREFIX_GET, PREFIX_OTHER  # noqa: F401
+
 MAC_MASK = (1 << 48) - 1
 
-PREFIX_GET = 0xAA
-PREFIX_OTHER = 0xBA
-# 0xAA and 0xBA differ only in bit 4 (0x10); masking the first byte with 0xEF matches both.
-PREFIX_BOTH_MASK = 0xEF
 assert PREFIX_GET & PREFIX_BOTH_MASK == PREFIX_OTHER & PREFIX_BOTH_MASK == PREFIX_GET
 
 RULESET_NODES = 1

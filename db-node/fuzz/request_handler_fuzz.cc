@@ -4,12 +4,14 @@
 // MTU-sized output buffer and parses as a reply to the same request. The fake cache node's
 // answers vary with the input, so the BUSY/resolver paths run too; time advances one second
 // per input and expired dedup records are swept, so memory stays bounded on long runs.
+// Checksums are repaired unless marked (frame_fuzz.h), so mutations reach the handler.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 #include <vector>
 
 #include "../tests/test_util.h"
+#include "fuzz/frame_fuzz.h"
 #include "log.h"
 #include "request_handler.h"
 
@@ -69,6 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Counters c{};
   RequestHandler h(w.ctx, c);
   std::vector<uint8_t> frame(data, data + size);
+  exo::fuzz::repair_checksums(frame);
   std::vector<uint8_t> out(14 + w.node.cluster.mtu);
   const size_t n = h.handle(frame, out);
   if (n > out.size()) std::abort();

@@ -6,30 +6,51 @@ namespace exo::db {
 
 static_assert(DedupTable::kStripes == 64, "stripe_index takes the top 6 bits");
 
-std::optional<uint8_t> DedupTable::find(RequestId id, uint64_t fingerprint, uint64_t now_ms) const {
+std::optional<uint8_t> DedupTable::find(RequestId id, uint64_t now_ms) const {
   const Stripe& s = stripe(id);
   std::lock_guard<std::mutex> lk(s.mu);
   auto it = s.records.find(id.packed());
   // Expired records are ignored even before the sweep removes them, so behaviour does not
   // depend on when the sweep last ran.
-  if (it == s.records.end() || is_expired(it->second, now_ms) ||
-      it->second.fingerprint != fingerprint)
+  if (it == s.records.end() || it->second.in_flight || is_expired(it->second.record, now_ms))
     return std::nullopt;
-  return it->second.status;
+  return it->second.record.status;
+}
+
+DedupTable::Lookup DedupTable::claim(RequestId id, uint64_t now_ms) {
+  Stripe& s = stripe(id);
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto [it, fresh] = s.records.try_emplace(id.packed());
+  Slot& slot = it->second;
+  if (!fresh && !is_expired(slot.record, now_ms)) {
+    if (slot.in_flight) return {Lookup::kInFlight, {}};
+    return {Lookup::kAnswered, slot.record};
+  }
+  slot = Slot{};  // new, or an expired record or claim: claimed afresh
+  slot.record.recorded_ms = now_ms;
+  slot.in_flight = true;
+  return {Lookup::kNew, {}};
+}
+
+void DedupTable::release(RequestId id) {
+  Stripe& s = stripe(id);
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = s.records.find(id.packed());
+  if (it != s.records.end() && it->second.in_flight) s.records.erase(it);
 }
 
 void DedupTable::insert(RequestId id, const DedupRecord& r) {
   Stripe& s = stripe(id);
   std::lock_guard<std::mutex> lk(s.mu);
-  s.records[id.packed()] = r;
+  s.records[id.packed()] = Slot{r, false};
 }
 
 std::vector<RequestId> DedupTable::expired(uint64_t now_ms) const {
   std::vector<RequestId> out;
   for (const Stripe& s : stripes_) {
     std::lock_guard<std::mutex> lk(s.mu);
-    for (const auto& [packed, r] : s.records)
-      if (is_expired(r, now_ms))
+    for (const auto& [packed, slot] : s.records)
+      if (is_expired(slot.record, now_ms))
         out.push_back(
             RequestId{static_cast<uint32_t>(packed >> 32), static_cast<uint32_t>(packed)});
   }
@@ -41,7 +62,7 @@ void DedupTable::erase_expired(std::span<const RequestId> ids, uint64_t now_ms) 
     Stripe& s = stripe(id);
     std::lock_guard<std::mutex> lk(s.mu);
     auto it = s.records.find(id.packed());
-    if (it != s.records.end() && is_expired(it->second, now_ms)) s.records.erase(it);
+    if (it != s.records.end() && is_expired(it->second.record, now_ms)) s.records.erase(it);
   }
 }
 

@@ -11,10 +11,16 @@
 // record is written unsynced after the refusal. Start-up loads them (recovery.h), a periodic
 // sweep expires them.
 //
+// A request is known by its id alone (docs/wire-format.md, "Dedup"): a copy of an answered id
+// gets the recorded status and is never applied, even if its content (opcode, key, value)
+// differs. The record keeps a fingerprint of the first write only to count such copies
+// (duplicate_id_conflicts): a client that reuses an id, or two that drew the same client_id.
+//
 // Thread safety: any thread. A write's check-apply-record sequence runs under its key's stripe
-// lock (cached_keys.h), and a resend carries the same key, so two copies of one request are
-// serialized there; the table's own locks (striped by id) only protect the maps, because one
-// client's requests go to many keys and therefore many packet threads.
+// lock (cached_keys.h), so two copies of one request (same key) are serialized there. A copy
+// with another key takes another stripe lock, so claim() marks an id in flight while its first
+// copy is handled: a second copy meanwhile sees kInFlight and is not applied. The table's own
+// locks (striped by id) protect the maps and make claim() atomic.
 #pragma once
 
 #include <array>
@@ -53,10 +59,26 @@ class DedupTable {
   explicit DedupTable(uint64_t ttl_ms = kTtlMs) : ttl_ms_(ttl_ms) {}
   uint64_t ttl_ms() const { return ttl_ms_; }
 
-  // The status recorded for `id` if its record is still live at now_ms and is for the same
-  // write (fingerprint); nullopt if the request was never applied (or long ago).
-  std::optional<uint8_t> find(RequestId id, uint64_t fingerprint, uint64_t now_ms) const;
-  // Adds or replaces the record of `id`.
+  // The status recorded for `id` if its record is still live at now_ms (by id alone, whatever
+  // write it was for); nullopt if the request was never answered (or long ago), or is in flight.
+  std::optional<uint8_t> find(RequestId id, uint64_t now_ms) const;
+
+  struct Lookup {
+    enum Kind : uint8_t {
+      kNew,       // not seen: now claimed for the caller, who must insert() or release()
+      kAnswered,  // a live record: answer `record.status`, never apply
+      kInFlight,  // another copy of the id is being handled right now: do not apply
+    };
+    Kind kind = kNew;
+    DedupRecord record;  // kAnswered: the first outcome (its fingerprint: which write it was)
+  };
+  // Looks `id` up at now_ms and, when it has no live record and no claim, claims it (one step
+  // under the stripe lock, so of two concurrent copies exactly one gets kNew).
+  Lookup claim(RequestId id, uint64_t now_ms);
+  // Drops the caller's claim of `id` if no record has replaced it (a path that answered
+  // nothing, e.g. an exception): a later copy is then handled afresh.
+  void release(RequestId id);
+  // Adds or replaces the record of `id` (replacing a claim of it).
   void insert(RequestId id, const DedupRecord& r);
   // Ids whose records have expired at now_ms.
   std::vector<RequestId> expired(uint64_t now_ms) const;
@@ -69,9 +91,13 @@ class DedupTable {
   }
 
  private:
+  struct Slot {
+    DedupRecord record;     // in flight: only recorded_ms (the claim's time, for expiry) is set
+    bool in_flight = false;  // claimed, not answered yet; never on disk
+  };
   struct alignas(64) Stripe {
     mutable std::mutex mu;
-    std::unordered_map<uint64_t, DedupRecord> records;  // by RequestId::packed()
+    std::unordered_map<uint64_t, Slot> records;  // by RequestId::packed()
   };
   Stripe& stripe(RequestId id) { return stripes_[stripe_index(id)]; }
   const Stripe& stripe(RequestId id) const { return stripes_[stripe_index(id)]; }
@@ -80,6 +106,20 @@ class DedupTable {
   }
   uint64_t ttl_ms_;
   std::array<Stripe, kStripes> stripes_;
+};
+
+// Releases a claim when it goes out of scope (DedupTable::release: a no-op once a record
+// replaced the claim), so no path of a write can leave its id in flight for ever.
+class DedupClaim {
+ public:
+  DedupClaim(DedupTable& t, RequestId id) : t_(t), id_(id) {}
+  ~DedupClaim() { t_.release(id_); }
+  DedupClaim(const DedupClaim&) = delete;
+  DedupClaim& operator=(const DedupClaim&) = delete;
+
+ private:
+  DedupTable& t_;
+  RequestId id_;
 };
 
 // The periodic sweep: deletes expired records from the store (Durability::kRelaxed: a record

@@ -36,7 +36,8 @@ bool parse_request_key(std::string_view k, RequestId* id);
 // What a write with a given request id did, kept so that a resend is answered, not re-applied.
 struct DedupRecord {
   uint8_t status = 0;        // wire status replied: OK, BUSY or ERROR
-  uint64_t fingerprint = 0;  // request_fingerprint() of the write: tells a resend from an id clash
+  uint64_t fingerprint = 0;  // request_fingerprint() of the first write: counts a reused id
+                             // (duplicate_id_conflicts); dedup is by id alone
   uint64_t recorded_ms = 0;  // wall clock (ms since the epoch) when answered: survives restarts
 };
 
@@ -44,7 +45,8 @@ std::string encode_dedup(const DedupRecord& r);
 bool decode_dedup(std::string_view v, DedupRecord* r);
 
 // Hash of what a write does (opcode, key, value). Two requests with one id but different
-// fingerprints are different writes (two clients that drew the same random client_id).
+// fingerprints are different writes under one id (a client reusing it, or two clients that
+// drew the same random client_id): the second is answered the first's outcome, not applied.
 uint64_t request_fingerprint(uint8_t opcode, Bytes key, Bytes value);
 
 enum class Decision : uint8_t { kCommit = 'C', kAbort = 'A' };

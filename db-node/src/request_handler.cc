@@ -8,23 +8,6 @@
 #include "log.h"
 
 namespace exo::db {
-namespace {
-
-constexpr size_t kUdpDstPortOffset = wire::kEthLen + wire::kIpLen + 2;  // 36
-
-// Is this an IPv4/UDP frame to some port other than ours? Such frames are someone else's
-// traffic (e.g. DHCP, mDNS on the link) even if their dst MAC happens to carry our prefix,
-// so they are ignored rather than counted as malformed. Anything that claims to be IPv4/UDP
-// to our port, or that is not IPv4/UDP at all despite a request MAC, goes to wire::parse.
-bool udp_to_other_port(std::span<const uint8_t> f, uint16_t our_port) {
-  if (f.size() < kUdpDstPortOffset + 2) return false;
-  if (f[12] != 0x08 || f[13] != 0x00) return false;       // not IPv4
-  if (f[14] != 0x45 || f[14 + 9] != 17) return false;      // options, or not UDP
-  const uint16_t port = static_cast<uint16_t>(f[kUdpDstPortOffset] << 8 | f[kUdpDstPortOffset + 1]);
-  return port != our_port;
-}
-
-}  // namespace
 
 // Each thread's sampler gets its own seed (the handler's address tells threads apart, the
 // clock tells runs apart) so threads do not sample in lockstep.
@@ -37,26 +20,29 @@ RequestHandler::RequestHandler(const NodeContext& ctx, Counters& counters)
                    static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {
   std::memcpy(self_mac_, ctx.self().mac.data(), 6);
   self_addr_ = wire::Addr{self_mac_, ctx.self().ip, ctx.cluster.udp_port};
+  screen_policy_.udp_port = ctx.cluster.udp_port;
+  screen_policy_.max_frame = max_frame_;
+  screen_policy_.self_mac = self_mac_;
 }
 
 size_t RequestHandler::handle(std::span<const uint8_t> frame, std::span<uint8_t> out) {
   bump(c_.rx_frames);
-  if (frame.size() < wire::kEthLen || !wire::is_request_mac(frame.data()) ||
-      udp_to_other_port(frame, ctx_.cluster.udp_port)) {
-    bump(c_.ignored);
-    return 0;
-  }
+  // The nodes' one pre-filter (wire::screen): someone else's traffic is ignored; a frame of ours
+  // that fails validation (checksums included), is longer than 14 + mtu (no client of this
+  // cluster sends that: it refuses such values with ValueTooLarge) or is a reply (never
+  // legitimate here: a reflected or looped frame must not start a reply storm) is malformed.
   wire::FrameView req;
-  const wire::ParseError err = wire::parse(frame, req);
-  // A reply arriving at a db node is never legitimate (replies go to clients): drop it like
-  // any other malformed frame, so a reflected or looped frame cannot trigger a reply storm.
-  // Larger than the cluster MTU allows: no client of this cluster sends that (it refuses such
-  // values with ValueTooLarge), so it is malformed, even if it parses.
-  if (err != wire::ParseError::kNone || req.is_reply() || req.frame_len > max_frame_) {
-    bump(c_.malformed_dropped);
-    LOG_DEBUG("dropped malformed frame (%zu bytes): %s", frame.size(),
-              err != wire::ParseError::kNone ? wire::to_string(err) : "reply opcode");
-    return 0;
+  wire::ParseError err = wire::ParseError::kNone;
+  switch (wire::screen(frame, screen_policy_, req, &err)) {
+    case wire::Screen::kIgnore:
+      bump(c_.ignored);
+      return 0;
+    case wire::Screen::kMalformed:
+      bump(c_.malformed_dropped);
+      LOG_DEBUG("dropped malformed frame (%zu bytes): %s", frame.size(), wire::to_string(err));
+      return 0;
+    case wire::Screen::kRequest:
+      break;
   }
   out = out.first(std::min(out.size(), max_frame_));
 
@@ -122,16 +108,29 @@ size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
   // answer as the first time, never apply it again, or an old PUT could overwrite a newer one.
   // Every outcome is remembered, not only OK: the client retries a BUSY under a new seq, so a
   // late copy of this id (a resend that crossed the BUSY reply) must be answered BUSY again and
-  // never applied, or the write could take effect twice (refuse()).
+  // never applied, or the write could take effect twice (refuse()). The id alone decides: a
+  // copy with other content gets the first outcome too and is not applied (docs/wire-format.md).
   const RequestId id{req.client_id, req.seq};
   DedupRecord rec;
   rec.status = wire::kOk;
   rec.fingerprint = request_fingerprint(req.op(), req.key, req.value);
   rec.recorded_ms = ctx_.wall_ms();
-  if (const std::optional<uint8_t> st = ctx_.dedup.find(id, rec.fingerprint, rec.recorded_ms)) {
+  const DedupTable::Lookup seen = ctx_.dedup.claim(id, rec.recorded_ms);
+  if (seen.kind != DedupTable::Lookup::kNew) {
     bump(c_.duplicate_writes);
-    return reply(req, out, *st);
+    // In flight: the first copy has another key (copies of one key wait on its stripe lock),
+    // and its outcome is not known yet; a resend of this copy gets it.
+    const bool other_write = seen.kind == DedupTable::Lookup::kInFlight ||
+                             seen.record.fingerprint != rec.fingerprint;
+    if (other_write) {
+      bump(c_.duplicate_id_conflicts);
+      LOG_DEBUG("request id %u/%u reused for another write: not applied", req.client_id, req.seq);
+    }
+    if (seen.kind == DedupTable::Lookup::kInFlight) return 0;
+    return reply(req, out, seen.record.status);
   }
+  // Ours until a record replaces the claim (every answer below inserts one).
+  const DedupClaim claim(ctx_.dedup, id);
 
   // A decision for an earlier write of this cached key not yet delivered: the cache node may
   // still have that write pending and would refuse our Prepare, and a late Commit must never

@@ -79,6 +79,7 @@ class RequestHandler {
   uint8_t self_mac_[6];
   wire::Addr self_addr_;
   size_t max_frame_;    // 14 + mtu
+  wire::ScreenPolicy screen_policy_;  // the pre-filter's view of this node
   std::string value_;   // GET buffer, reused so steady state does not allocate
   Sampler sampler_;     // which GETs feed ctx_.hot_keys
 };

@@ -21,24 +21,55 @@ DedupRecord rec(uint64_t fp, uint64_t at, uint8_t status = wire::kOk) {
   return r;
 }
 
-TEST(DedupTable, FindsLiveRecordsOfTheSameWriteOnly) {
+TEST(DedupTable, FindsLiveRecordsByIdAlone) {
   DedupTable t;
   const RequestId id{7, 1};
-  EXPECT_FALSE(t.find(id, 42, kT0));
+  EXPECT_FALSE(t.find(id, kT0));
   t.insert(id, rec(42, kT0));
-  ASSERT_TRUE(t.find(id, 42, kT0));
-  EXPECT_EQ(*t.find(id, 42, kT0 + 1000), wire::kOk);
-  EXPECT_FALSE(t.find(id, 43, kT0));             // same id, another write: an id clash
-  EXPECT_FALSE(t.find(RequestId{7, 2}, 42, kT0));  // another seq
-  EXPECT_FALSE(t.find(RequestId{8, 1}, 42, kT0));  // another client
+  ASSERT_TRUE(t.find(id, kT0));
+  EXPECT_EQ(*t.find(id, kT0 + 1000), wire::kOk);
+  EXPECT_FALSE(t.find(RequestId{7, 2}, kT0));  // another seq
+  EXPECT_FALSE(t.find(RequestId{8, 1}, kT0));  // another client
+  // A claim says "seen, whatever the write": the record, with the first write's fingerprint.
+  const DedupTable::Lookup l = t.claim(id, kT0);
+  EXPECT_EQ(l.kind, DedupTable::Lookup::kAnswered);
+  EXPECT_EQ(l.record.fingerprint, 42u);
   EXPECT_EQ(t.size(), 1u);
+}
+
+TEST(DedupTable, AClaimMakesOtherCopiesInFlightUntilARecordReplacesIt) {
+  DedupTable t;
+  const RequestId id{7, 1};
+  EXPECT_EQ(t.claim(id, kT0).kind, DedupTable::Lookup::kNew);
+  EXPECT_EQ(t.claim(id, kT0).kind, DedupTable::Lookup::kInFlight);
+  EXPECT_FALSE(t.find(id, kT0));  // no outcome yet
+  t.insert(id, rec(42, kT0, wire::kBusy));
+  const DedupTable::Lookup l = t.claim(id, kT0);
+  EXPECT_EQ(l.kind, DedupTable::Lookup::kAnswered);
+  EXPECT_EQ(l.record.status, wire::kBusy);
+  t.release(id);  // after the record: changes nothing
+  EXPECT_EQ(t.find(id, kT0), std::optional<uint8_t>(wire::kBusy));
+}
+
+TEST(DedupTable, AReleasedClaimLeavesNothingBehind) {
+  DedupTable t;
+  const RequestId id{7, 1};
+  {
+    ASSERT_EQ(t.claim(id, kT0).kind, DedupTable::Lookup::kNew);
+    DedupClaim guard(t, id);
+    EXPECT_EQ(t.claim(id, kT0).kind, DedupTable::Lookup::kInFlight);
+  }
+  EXPECT_EQ(t.size(), 0u);  // DedupClaim released it: the claim above was never answered
+  EXPECT_EQ(t.claim(id, kT0).kind, DedupTable::Lookup::kNew);
+  // A claim expires like a record, so one left by a bug cannot block an id for ever.
+  EXPECT_EQ(t.claim(id, kT0 + DedupTable::kTtlMs).kind, DedupTable::Lookup::kNew);
 }
 
 TEST(DedupTable, RecordsExpireAfterTheTtl) {
   DedupTable t;
   t.insert(RequestId{7, 1}, rec(42, kT0));
-  EXPECT_TRUE(t.find(RequestId{7, 1}, 42, kT0 + DedupTable::kTtlMs - 1));
-  EXPECT_FALSE(t.find(RequestId{7, 1}, 42, kT0 + DedupTable::kTtlMs));  // even before a sweep
+  EXPECT_TRUE(t.find(RequestId{7, 1}, kT0 + DedupTable::kTtlMs - 1));
+  EXPECT_FALSE(t.find(RequestId{7, 1}, kT0 + DedupTable::kTtlMs));  // even before a sweep
   EXPECT_EQ(t.expired(kT0 + DedupTable::kTtlMs).size(), 1u);
   EXPECT_TRUE(t.expired(kT0 + DedupTable::kTtlMs - 1).empty());
 }
@@ -48,8 +79,8 @@ TEST(DedupTable, TheTtlCanBeShorter) {  // the wimpy emulator keeps records 10 s
   EXPECT_EQ(t.ttl_ms(), 10'000u);
   EXPECT_EQ(DedupTable().ttl_ms(), DedupTable::kTtlMs);
   t.insert(RequestId{7, 1}, rec(42, kT0));
-  EXPECT_TRUE(t.find(RequestId{7, 1}, 42, kT0 + 9'999));
-  EXPECT_FALSE(t.find(RequestId{7, 1}, 42, kT0 + 10'000));
+  EXPECT_TRUE(t.find(RequestId{7, 1}, kT0 + 9'999));
+  EXPECT_FALSE(t.find(RequestId{7, 1}, kT0 + 10'000));
   FakeStore store;
   std::string err;
   EXPECT_EQ(sweep_dedup(t, store, kT0 + 10'000, &err), 1u);
@@ -105,6 +136,51 @@ TEST_F(DedupHandlerTest, AResentPutIsAppliedOnce) {
   EXPECT_EQ(log.events(), (std::vector<std::string>{"put " + key + "=v1", "put " + key + "=v2"}));
 }
 
+// The independent client's finding: a request that reuses an answered id with other content
+// was applied. The id alone decides: every copy gets the first outcome, none is applied again.
+TEST_F(DedupHandlerTest, AReusedIdWithOtherContentGetsTheFirstOutcomeAndIsNotApplied) {
+  EXPECT_EQ(send(request(wire::kPut, key, "v1", 5)).status, wire::kOk);
+  const auto other_value = send(request(wire::kPut, key, "v2", 5));
+  EXPECT_EQ(other_value.status, wire::kOk);
+  EXPECT_EQ(other_value.seq, 5u);
+  EXPECT_EQ(send(request(wire::kDelete, key, "", 5)).status, wire::kOk);
+  const std::string key2 = key_owned_by(cluster, 0, "other");
+  ASSERT_NE(key2, key);
+  const auto other_key = send(request(wire::kPut, key2, "x", 5));
+  EXPECT_EQ(other_key.status, wire::kOk);
+  EXPECT_EQ(str(other_key.key), key2);  // the reply answers the copy it got
+  EXPECT_EQ(store.data.at(key), "v1");
+  EXPECT_FALSE(store.data.count(key2));
+  EXPECT_EQ(log.events(), (std::vector<std::string>{"put " + key + "=v1"}));
+  EXPECT_EQ(counter(c, "duplicate_writes"), 3u);
+  EXPECT_EQ(counter(c, "duplicate_id_conflicts"), 3u);
+  // An identical resend is a duplicate, not a conflict.
+  EXPECT_EQ(send(request(wire::kPut, key, "v1", 5)).status, wire::kOk);
+  EXPECT_EQ(counter(c, "duplicate_writes"), 4u);
+  EXPECT_EQ(counter(c, "duplicate_id_conflicts"), 3u);
+}
+
+TEST_F(DedupHandlerTest, AReusedIdGetsAFirstBusyOrErrorToo) {
+  store.fail_put = true;
+  EXPECT_EQ(send(request(wire::kPut, key, "v1", 5)).status, wire::kError);
+  store.fail_put = false;
+  EXPECT_EQ(send(request(wire::kPut, key, "v2", 5)).status, wire::kError);
+  EXPECT_FALSE(store.data.count(key));
+}
+
+TEST_F(DedupHandlerTest, ACopyWhileTheFirstIsInFlightIsNotAppliedNorAnswered) {
+  // The first copy (another key, so another stripe lock) is still being handled: simulated by
+  // its claim. The second must neither apply nor answer; its resend gets the first outcome.
+  const RequestId id{0xC0FFEE, 5};
+  ASSERT_EQ(node.dedup.claim(id, now_ms).kind, DedupTable::Lookup::kNew);
+  EXPECT_TRUE(no_reply(request(wire::kPut, key, "v2", 5)));
+  EXPECT_TRUE(store.data.empty());
+  EXPECT_EQ(counter(c, "duplicate_id_conflicts"), 1u);
+  node.dedup.insert(id, rec(1, now_ms, wire::kOk));  // the first copy's outcome
+  EXPECT_EQ(send(request(wire::kPut, key, "v2", 5)).status, wire::kOk);
+  EXPECT_TRUE(store.data.empty());
+}
+
 TEST_F(DedupHandlerTest, TheRecordIsWrittenWithTheWriteInOneBatch) {
   EXPECT_EQ(send(request(wire::kPut, key, "v", 5)).status, wire::kOk);
   ASSERT_EQ(store.requests.count(request_key(RequestId{0xC0FFEE, 5})), 1u);
@@ -139,13 +215,6 @@ TEST_F(DedupHandlerTest, AfterExpiryTheSameIdIsAppliedAgain) {
   now_ms += DedupTable::kTtlMs;
   EXPECT_EQ(send(put).status, wire::kOk);
   EXPECT_EQ(store.data.at(key), "v1");
-  EXPECT_EQ(counter(c, "duplicate_writes"), 0u);
-}
-
-TEST_F(DedupHandlerTest, SameIdDifferentWriteIsNotADuplicate) {
-  EXPECT_EQ(send(request(wire::kPut, key, "a", 5)).status, wire::kOk);
-  EXPECT_EQ(send(request(wire::kPut, key, "b", 5)).status, wire::kOk);  // a client-id clash
-  EXPECT_EQ(store.data.at(key), "b");
   EXPECT_EQ(counter(c, "duplicate_writes"), 0u);
 }
 

@@ -119,7 +119,7 @@ TEST_F(FakeRecoveryTest, DedupRecordsAreLoaded) {
   ASSERT_TRUE(rec.run(store, cluster).ok());
   EXPECT_EQ(rec.report.dedup_loaded, 1u);
   EXPECT_EQ(rec.report.dedup_dropped, 1u);
-  EXPECT_TRUE(rec.dedup.find(RequestId{1, 2}, 99, r.recorded_ms + 1));
+  EXPECT_TRUE(rec.dedup.find(RequestId{1, 2}, r.recorded_ms + 1));
   EXPECT_EQ(store.requests.size(), 1u);
 }
 

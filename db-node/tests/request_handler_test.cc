@@ -61,7 +61,7 @@ TEST_F(HandlerTest, DeleteRemovesAndDeletingMissingIsOk) {
 TEST_F(HandlerTest, MalformedFramesAreDroppedAndCounted) {
   auto f = request(wire::kPut, key, "v");
   auto bad_magic = f;
-  bad_magic[wire::kPayloadOffset] = 0x00;
+  bad_magic[wire::off::kMagic] = 0x00;
   EXPECT_TRUE(no_reply(bad_magic));
   auto truncated = f;
   truncated.resize(f.size() - 3);  // IP total length now exceeds the frame
@@ -69,12 +69,10 @@ TEST_F(HandlerTest, MalformedFramesAreDroppedAndCounted) {
   auto short_frame = std::vector<uint8_t>(f.begin(), f.begin() + 40);
   EXPECT_TRUE(no_reply(short_frame));
   auto not_ipv4 = f;
-  not_ipv4[12] = 0x86;  // IPv6 EtherType, but a request dst MAC: ours and broken
-  not_ipv4[13] = 0xdd;
+  wire::header_of(not_ipv4.data())->eth.ethertype.set(0x86dd);  // IPv6, but a request dst MAC
   EXPECT_TRUE(no_reply(not_ipv4));
   auto key_len_zero = f;
-  key_len_zero[wire::kPayloadOffset + 6] = 0;
-  key_len_zero[wire::kPayloadOffset + 7] = 0;
+  wire::header_of(key_len_zero.data())->exo.key_len.set(0);
   EXPECT_TRUE(no_reply(key_len_zero));
   EXPECT_EQ(counter(c, "malformed_dropped"), 5u);
   EXPECT_EQ(counter(c, "rx_frames"), 5u);
@@ -97,7 +95,7 @@ TEST_F(HandlerTest, FramesLargerThanTheMtuAreDroppedAsMalformed) {
 
 TEST_F(HandlerTest, ReplyFramesAreDroppedAsMalformed) {
   auto f = request(wire::kPut, key, "v");
-  f[wire::kPayloadOffset + 3] |= wire::kReplyBit;
+  f[wire::off::kOpcode] |= wire::kReplyBit;
   EXPECT_TRUE(no_reply(f));
   EXPECT_EQ(counter(c, "malformed_dropped"), 1u);
   EXPECT_TRUE(store.data.empty());
@@ -122,18 +120,45 @@ TEST_F(HandlerTest, MisroutedRequestsAreServedAndCounted) {
   EXPECT_EQ(counter(c, "misrouted"), 1u);
 }
 
-TEST_F(HandlerTest, ForwardedGetsAreCounted) {
-  send(request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixOther));
-  send(request(wire::kGet, key));
+TEST_F(HandlerTest, ForwardedGetsAreCountedAndTheirRepliesCarryNoFlags) {
+  store.data[key] = "v";
+  const wire::FrameView fwd = send(request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixOther));
+  // FORWARDED is a request flag: no reply carries it (docs/wire-format.md, "Flags in replies").
+  EXPECT_EQ(fwd.flags, 0);
+  EXPECT_EQ(fwd.status, wire::kOk);
+  EXPECT_EQ(send(request(wire::kGet, key)).flags, 0);
   EXPECT_EQ(counter(c, "forwarded_gets"), 1u);
   EXPECT_EQ(counter(c, "gets"), 2u);
 }
 
+// wire::screen, the nodes' one pre-filter: a wrong IPv4 header checksum or a wrong non-zero
+// UDP checksum is malformed (dropped, counted, never applied); UDP checksum 0 means none.
+TEST_F(HandlerTest, FramesWithWrongChecksumsAreDroppedAndCounted) {
+  auto bad_ip = request(wire::kPut, key, "v");
+  bad_ip[wire::off::kIpTtl] = 1;  // the header changed, its checksum did not
+  EXPECT_TRUE(no_reply(bad_ip));
+  auto bad_udp = request(wire::kPut, key, "v");
+  wire::set_udp_checksum(bad_udp);
+  bad_udp.back() = 'w';  // the value changed on the way
+  EXPECT_TRUE(no_reply(bad_udp));
+  EXPECT_EQ(counter(c, "malformed_dropped"), 2u);
+  EXPECT_EQ(counter(c, "puts"), 0u);
+  EXPECT_TRUE(store.data.empty());
+
+  auto good_udp = request(wire::kPut, key, "v", 2);
+  wire::set_udp_checksum(good_udp);
+  EXPECT_EQ(send(good_udp).status, wire::kOk);
+  EXPECT_EQ(store.data.at(key), "v");
+  auto no_udp = request(wire::kGet, key, "", 3);
+  ASSERT_EQ(wire::header_of(no_udp.data())->udp.checksum.get(), 0);
+  EXPECT_EQ(send(no_udp).status, wire::kOk);
+}
+
 TEST_F(HandlerTest, StoreFailuresAnswerError) {
   store.fail_put = true;
-  EXPECT_EQ(send(request(wire::kPut, key, "v")).status, wire::kError);
+  EXPECT_EQ(send(request(wire::kPut, key, "v", 1)).status, wire::kError);
   store.fail_del = true;
-  EXPECT_EQ(send(request(wire::kDelete, key)).status, wire::kError);
+  EXPECT_EQ(send(request(wire::kDelete, key, "", 2)).status, wire::kError);  // a new request id
   store.fail_get = true;
   EXPECT_EQ(send(request(wire::kGet, key)).status, wire::kError);
   EXPECT_EQ(counter(c, "errors"), 3u);
@@ -244,8 +269,8 @@ TEST_F(HandlerTest, NotCachedOnTheCacheNodeJustWrites) {
 
 TEST_F(HandlerTest, TxidsAreDistinct) {
   mark(key);
-  send(request(wire::kPut, key, "a"));
-  send(request(wire::kPut, key, "b"));
+  send(request(wire::kPut, key, "a", 1));
+  send(request(wire::kPut, key, "b", 2));
   ASSERT_EQ(prop.txids.size(), 2u);
   EXPECT_NE(prop.txids[0], prop.txids[1]);
   EXPECT_GE(prop.txids[0], 100u);

@@ -13,14 +13,17 @@ void bump(std::atomic<uint64_t>& c) {
 
 }  // namespace
 
-// IPv4/UDP to our source port, judged from the raw bytes (for frames wire::parse rejects).
+// IPv4/UDP to our source port, judged from the raw bytes (for frames wire::parse rejects,
+// which may carry IPv4 options: the UDP header then starts IHL * 4 bytes after the IPv4 one).
 bool ReplyHandler::to_our_port(std::span<const uint8_t> f) const {
-  if (f.size() < wire::kEthLen + wire::kIpLen || f[12] != 0x08 || f[13] != 0x00) return false;
-  const uint8_t* ip = f.data() + wire::kEthLen;
-  if ((ip[0] >> 4) != 4 || ip[9] != 17) return false;
-  const size_t udp = wire::kEthLen + size_t{ip[0] & 0x0fu} * 4;
-  if (f.size() < udp + 4) return false;
-  return (uint16_t{f[udp + 2]} << 8 | f[udp + 3]) == self_.src_port;
+  if (f.size() < wire::kEthLen + wire::kIpLen) return false;
+  const wire::FrameHeader* h = wire::header_of(f.data());
+  if (h->eth.ethertype.get() != wire::kEtherTypeIpv4) return false;
+  if ((h->ip.version_ihl >> 4) != 4 || h->ip.protocol != wire::kIpProtoUdp) return false;
+  const size_t udp = wire::kEthLen + size_t{h->ip.version_ihl & 0x0fu} * 4;
+  if (f.size() < udp + offsetof(wire::UdpHeader, dst_port) + 2) return false;
+  const auto* uh = reinterpret_cast<const wire::UdpHeader*>(f.data() + udp);
+  return uh->dst_port.get() == self_.src_port;
 }
 
 void ReplyHandler::handle(std::span<const uint8_t> frame, uint64_t recv_ns) {

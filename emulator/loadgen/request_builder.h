@@ -1,7 +1,8 @@
 // Request frames for the TX loop, built once by the project's encoder (wire::build) as a GET
 // and a PUT template; per request only the parts that change are patched: the key bytes, the
-// destination MAC (prefix + 40-bit key hash) and the seq. Every key has the same length, so the
-// IPv4 total length and header checksum of a template hold for every request built from it.
+// destination MAC (prefix + 40-bit key hash) and the seq, through wire::FrameHeader. Every key
+// has the same length, so the IPv4 total length and header checksum of a template hold for
+// every request built from it; the UDP checksum is 0 (none), so the key and seq need none.
 #pragma once
 
 #include <cstddef>

@@ -170,23 +170,25 @@ TEST(ReplyHandler, MalformedAndUnrelatedFrames) {
   truncated.resize(good.size() - 3);
   f.handler.handle(truncated, kStart + 1);
   auto bad_magic = good;
-  bad_magic[42] ^= 0xFF;
+  bad_magic[wire::off::kMagic] ^= 0xFF;
   f.handler.handle(bad_magic, kStart + 1);
+  auto bad_ip_checksum = good;
+  bad_ip_checksum[wire::off::kIpTtl] ^= 1;  // header changed, its checksum not: not a reply
+  f.handler.handle(bad_ip_checksum, kStart + 1);
   std::vector<uint8_t> request(f.builder.frame_len(false));
   f.builder.write(request.data(), false, 1, 5);
   std::copy(f.ep.mac.begin(), f.ep.mac.end(), request.begin());  // a request to our MAC
-  request[36] = static_cast<uint8_t>(f.ep.src_port >> 8);         // ... and our port
-  request[37] = static_cast<uint8_t>(f.ep.src_port);
+  wire::header_of(request.data())->udp.dst_port.set(f.ep.src_port);  // ... and our port
   wire::FrameView rv{};
   ASSERT_EQ(wire::parse(request, rv), wire::ParseError::kNone);
   f.handler.handle(request, kStart + 1);
-  EXPECT_EQ(f.c().malformed, 3u);
+  EXPECT_EQ(f.c().malformed, 4u);
 
   auto other_mac = good;
   other_mac[5] ^= 1;
   f.handler.handle(other_mac, kStart + 1);
   auto other_port = good;
-  other_port[37] ^= 1;  // UDP dst port, low byte
+  other_port[wire::off::kUdpDst + 1] ^= 1;  // UDP dst port, low byte
   f.handler.handle(other_port, kStart + 1);
   std::vector<uint8_t> arp(good.begin(), good.begin() + 42);
   arp[12] = 0x08;
@@ -198,7 +200,7 @@ TEST(ReplyHandler, MalformedAndUnrelatedFrames) {
   EXPECT_EQ(f.c().answered, 0u);
   f.handler.handle(good, kStart + 1);
   EXPECT_EQ(f.c().answered, 1u);
-  EXPECT_EQ(f.c().frames, 8u);
+  EXPECT_EQ(f.c().frames, 9u);
 }
 
 }  // namespace

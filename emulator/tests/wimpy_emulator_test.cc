@@ -150,8 +150,12 @@ TEST_F(EmulatorTest, ForeignOwnAndMalformedFramesAreCountedNotAnswered) {
   EXPECT_EQ(send(own).kind, Emulator::Result::kOwnTx);
   // Routed by its MAC, then refused by the db node's own parser: malformed, no reply.
   auto bad = request(wire::kGet, key_owned_by(cluster, 1));
-  bad[42] = 0;  // magic
+  bad[wire::off::kMagic] = 0;
   EXPECT_EQ(send(bad).kind, Emulator::Result::kNoReply);
+  // Refused by the db node's pre-filter (wire::screen): a wrong IPv4 header checksum.
+  auto bad_checksum = request(wire::kGet, key_owned_by(cluster, 1));
+  bad_checksum[wire::off::kIpTtl] = 1;
+  EXPECT_EQ(send(bad_checksum).kind, Emulator::Result::kNoReply);
   // A frame to a node MAC that is not a request: that node's handler ignores it.
   EXPECT_EQ(send(testing::to_mac(testing::arp_frame(), cluster.db_nodes[0].mac)).kind,
             Emulator::Result::kNoReply);
@@ -160,14 +164,30 @@ TEST_F(EmulatorTest, ForeignOwnAndMalformedFramesAreCountedNotAnswered) {
   EXPECT_EQ(emu->handle(0, big, true, out, kT0).kind, Emulator::Result::kNoReply);
 
   const EmulatorTotals t = emu->totals();
-  EXPECT_EQ(t.rx_frames, 6u);
+  EXPECT_EQ(t.rx_frames, 7u);
   EXPECT_EQ(t.unrouted, 2u);
   EXPECT_EQ(t.own_tx, 1u);
-  EXPECT_EQ(t.malformed, 2u);
-  EXPECT_EQ(counter(emu->node(1), "malformed_dropped"), 1u);
+  EXPECT_EQ(t.malformed, 3u);
+  EXPECT_EQ(counter(emu->node(1), "malformed_dropped"), 2u);
   EXPECT_EQ(counter(emu->node(0), "ignored"), 1u);
   EXPECT_EQ(counter(emu->node(0), "malformed_dropped"), 1u);
   EXPECT_EQ(t.served, 0u);
+}
+
+// Each hosted node deduplicates like a db node (it is one): by request id alone.
+TEST_F(EmulatorTest, AReusedRequestIdIsAnsweredTheFirstOutcomeNotApplied) {
+  make();
+  const std::string k = key_owned_by(cluster, 0);
+  const Emulator::Result put = send(request(wire::kPut, k, "v", 77));
+  ASSERT_EQ(put.kind, Emulator::Result::kReply);
+  const Emulator::Result del = send(request(wire::kDelete, k, "", 77));  // same id, other write
+  ASSERT_EQ(del.kind, Emulator::Result::kReply);
+  wire::FrameView rep{};
+  ASSERT_EQ(wire::parse(std::span<const uint8_t>(out.data(), del.len), rep), wire::ParseError::kNone);
+  EXPECT_EQ(rep.status, wire::kOk);
+  EXPECT_EQ(rep.op(), wire::kDelete);
+  EXPECT_EQ(counter(emu->node(0), "duplicate_writes"), 1u);
+  EXPECT_EQ(counter(emu->node(0), "duplicate_id_conflicts"), 1u);
 }
 
 TEST_F(EmulatorTest, StatsOverGrpcReportEachNodesOwnCounters) {

@@ -83,7 +83,12 @@
   X(hot_sampled, COUNTER, "GETs sampled into the hot-key detector")                                 \
   X(reports_sent, COUNTER, "REPORTs the cache node accepted")                                       \
   X(report_errors, COUNTER, "REPORTs that failed or were refused")                                  \
-  X(duplicate_writes, COUNTER, "resent writes already answered: the recorded status, not re-applied") \
+  X(duplicate_writes, COUNTER,                                                                      \
+    "writes whose request id was already seen: answered with the recorded status (none while the "  \
+    "first copy is still in progress), never applied again")                                        \
+  X(duplicate_id_conflicts, COUNTER,                                                                \
+    "of those, copies whose content (opcode, key, value) differs from the first: a reused id, not " \
+    "applied")                                                                                       \
   X(busy_writes, COUNTER, "writes answered BUSY: not applied, the client retries")                  \
   X(commits_deferred, COUNTER,                                                                      \
     "writes committed here whose Commit RPC failed: answered OK, Commit left to the resolver")     \

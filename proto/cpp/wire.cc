@@ -1,58 +1,102 @@
 #include "wire.h"
 
+#include <bit>
 #include <cstring>
 
 namespace exo::wire {
 namespace {
 
-inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-inline uint32_t rd32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
-inline void wr16(uint8_t* p, uint16_t v) {
-  p[0] = v >> 8;
-  p[1] = v & 0xff;
-}
-inline void wr32(uint8_t* p, uint32_t v) {
-  p[0] = v >> 24;
-  p[1] = (v >> 16) & 0xff;
-  p[2] = (v >> 8) & 0xff;
-  p[3] = v & 0xff;
+// ---- RFC 1071 one's-complement sums ----
+//
+// Summed in native byte order, 8 bytes at a time with the end-around carry (RFC 1071 section
+// 2 (B) and 4.1): the folded 16-bit result is the byte-swapped big-endian sum on a
+// little-endian machine, so a sum is compared with 0xFFFF (the same in both orders) or swapped
+// once before it is stored as a big-endian number. Each block starts at an even offset of the
+// checksummed data; a block's odd last byte is padded with zero, as the RFC pads the data.
+inline uint64_t add_bytes(uint64_t sum, const uint8_t* p, size_t n) {
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    sum += w;
+    sum += sum < w;  // end-around carry
+  }
+  if (n > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    sum += w;
+    sum += sum < w;
+  }
+  return sum;
 }
 
-// Fills bytes 12..61 (EtherType, IPv4, UDP, header) for a payload of `kv` key+value bytes.
+inline uint64_t add16(uint64_t sum, uint16_t v) {
+  sum += v;
+  return sum + (sum < v);
+}
+
+inline uint16_t fold(uint64_t s) {
+  s = (s & 0xffffffffu) + (s >> 32);
+  s = (s & 0xffffffffu) + (s >> 32);
+  s = (s & 0xffffu) + (s >> 16);
+  s = (s & 0xffffu) + (s >> 16);
+  return static_cast<uint16_t>(s);
+}
+
+// A native-order 16-bit sum as the big-endian number a header field holds.
+inline uint16_t as_be_number(uint16_t native) {
+  if constexpr (std::endian::native == std::endian::little) return __builtin_bswap16(native);
+  return native;
+}
+
+inline uint16_t native16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// Pseudo-header (src IP, dst IP, 0, protocol 17, UDP length) + UDP header + payload, not folded.
+uint64_t udp_sum(const uint8_t* frame) {
+  const FrameHeader* h = header_of(frame);
+  const uint16_t udp_len = h->udp.length.get();
+  const uint8_t proto_len[4] = {0, kIpProtoUdp, h->udp.length.b[0], h->udp.length.b[1]};
+  uint64_t s = add_bytes(0, frame + off::kIpSrc, 8);  // src and dst IP, adjacent
+  s = add_bytes(s, proto_len, 4);
+  return add_bytes(s, frame + off::kUdp, udp_len);
+}
+
+// Fills EtherType, IPv4, UDP and the Exoskeleton header (everything after the MACs).
 void write_headers(uint8_t* f, uint32_t ip_src, uint32_t ip_dst, uint16_t sport, uint16_t dport,
                    const Header& h, size_t key_len, size_t value_len) {
   const size_t udp_len = kUdpLen + kHdrLen + key_len + value_len;
-  f[12] = 0x08;
-  f[13] = 0x00;
-  uint8_t* ip = f + kEthLen;
-  ip[0] = 0x45;
-  ip[1] = 0;
-  wr16(ip + 2, static_cast<uint16_t>(kIpLen + udp_len));
-  wr16(ip + 4, 0);       // identification
-  wr16(ip + 6, 0x4000);  // DF
-  ip[8] = 64;
-  ip[9] = 17;
-  wr16(ip + 10, 0);
-  wr32(ip + 12, ip_src);
-  wr32(ip + 16, ip_dst);
-  wr16(ip + 10, ipv4_checksum(ip));
-  uint8_t* udp = ip + kIpLen;
-  wr16(udp, sport);
-  wr16(udp + 2, dport);
-  wr16(udp + 4, static_cast<uint16_t>(udp_len));
-  wr16(udp + 6, 0);  // no checksum (legal for IPv4)
-  uint8_t* p = udp + kUdpLen;
-  wr16(p, kMagic);
-  p[2] = kVersion;
-  p[3] = h.opcode;
-  p[4] = h.status;
-  p[5] = h.flags;
-  wr16(p + 6, static_cast<uint16_t>(key_len));
-  wr32(p + 8, static_cast<uint32_t>(value_len));
-  wr32(p + 12, h.client_id);
-  wr32(p + 16, h.seq);
+  FrameHeader* fh = header_of(f);
+  fh->eth.ethertype.set(kEtherTypeIpv4);
+  Ipv4Header& ip = fh->ip;
+  ip.version_ihl = kIpv4NoOptions;
+  ip.tos = 0;
+  ip.total_len.set(static_cast<uint16_t>(kIpLen + udp_len));
+  ip.id.set(0);
+  ip.frag.set(kIpDontFragment);
+  ip.ttl = kDefaultTtl;
+  ip.protocol = kIpProtoUdp;
+  ip.src.set(ip_src);
+  ip.dst.set(ip_dst);
+  ip.checksum.set(0);
+  ip.checksum.set(ipv4_checksum(reinterpret_cast<const uint8_t*>(&ip)));
+  UdpHeader& udp = fh->udp;
+  udp.src_port.set(sport);
+  udp.dst_port.set(dport);
+  udp.length.set(static_cast<uint16_t>(udp_len));
+  udp.checksum.set(0);  // none (legal for IPv4): nodes then verify nothing past the IPv4 header
+  ExoHeader& x = fh->exo;
+  x.magic.set(kMagic);
+  x.version = kVersion;
+  x.opcode = h.opcode;
+  x.status = h.status;
+  x.flags = h.flags;
+  x.key_len.set(static_cast<uint16_t>(key_len));
+  x.value_len.set(static_cast<uint32_t>(value_len));
+  x.client_id.set(h.client_id);
+  x.seq.set(h.seq);
 }
 
 }  // namespace
@@ -64,62 +108,110 @@ const char* to_string(ParseError e) {
     case ParseError::kNotIpv4: return "not IPv4";
     case ParseError::kIpOptions: return "IPv4 IHL is not 5";
     case ParseError::kNotUdp: return "not UDP";
-    case ParseError::kIpLength: return "IPv4 total length exceeds frame";
+    case ParseError::kIpLength: return "IPv4 total length disagrees with frame";
     case ParseError::kUdpLength: return "UDP length disagrees with IPv4 length";
     case ParseError::kBadMagic: return "bad magic";
     case ParseError::kBadVersion: return "bad version";
     case ParseError::kBadOpcode: return "unknown opcode";
     case ParseError::kBadKeyLen: return "bad key length";
     case ParseError::kKvOverflow: return "key/value exceed payload";
+    case ParseError::kIpChecksum: return "bad IPv4 header checksum";
+    case ParseError::kUdpChecksum: return "bad UDP checksum";
+    case ParseError::kOversize: return "longer than 14 + mtu";
+    case ParseError::kNotRequest: return "reply opcode";
   }
   return "?";
 }
 
 uint16_t ipv4_checksum(const uint8_t* hdr) {
-  uint32_t sum = 0;
-  for (int i = 0; i < 20; i += 2) sum += rd16(hdr + i);
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
+  return as_be_number(static_cast<uint16_t>(~fold(add_bytes(0, hdr, kIpLen))));
+}
+
+bool ipv4_checksum_ok(const uint8_t* hdr) { return fold(add_bytes(0, hdr, kIpLen)) == 0xffff; }
+
+uint16_t udp_checksum(const uint8_t* frame) {
+  const uint64_t s = add16(udp_sum(frame), static_cast<uint16_t>(~native16(frame + off::kUdpChecksum)));
+  const uint16_t c = as_be_number(static_cast<uint16_t>(~fold(s)));
+  return c == 0 ? 0xffff : c;
+}
+
+bool udp_checksum_ok(const uint8_t* frame) {
+  return header_of(frame)->udp.checksum.get() == 0 || fold(udp_sum(frame)) == 0xffff;
+}
+
+void set_udp_checksum(std::span<uint8_t> frame) {
+  header_of(frame.data())->udp.checksum.set(udp_checksum(frame.data()));
 }
 
 ParseError parse(std::span<const uint8_t> frame, FrameView& out) {
   const uint8_t* f = frame.data();
   const size_t n = frame.size();
   if (n < kMinFrame) return ParseError::kShort;
-  if (f[12] != 0x08 || f[13] != 0x00) return ParseError::kNotIpv4;
-  const uint8_t* ip = f + kEthLen;
-  if (ip[0] != 0x45) return ParseError::kIpOptions;
-  if (ip[9] != 17) return ParseError::kNotUdp;
-  const size_t ip_total = rd16(ip + 2);
+  const FrameHeader* h = header_of(f);
+  if (h->eth.ethertype.get() != kEtherTypeIpv4) return ParseError::kNotIpv4;
+  if (h->ip.version_ihl != kIpv4NoOptions) return ParseError::kIpOptions;
+  if (h->ip.protocol != kIpProtoUdp) return ParseError::kNotUdp;
+  if (!ipv4_checksum_ok(f + off::kIp)) return ParseError::kIpChecksum;
+  const size_t ip_total = h->ip.total_len.get();
   if (ip_total < kIpLen + kUdpLen + kHdrLen || kEthLen + ip_total > n) return ParseError::kIpLength;
-  const uint8_t* udp = ip + kIpLen;
-  if (rd16(udp + 4) != ip_total - kIpLen) return ParseError::kUdpLength;
-  const uint8_t* p = udp + kUdpLen;
-  if (rd16(p) != kMagic) return ParseError::kBadMagic;
-  if (p[2] != kVersion) return ParseError::kBadVersion;
-  const uint8_t op = p[3] & ~kReplyBit;
+  if (h->udp.length.get() != ip_total - kIpLen) return ParseError::kUdpLength;
+  // After the length checks: the sum reads exactly the UDP length's bytes, all in the frame.
+  if (!udp_checksum_ok(f)) return ParseError::kUdpChecksum;
+  const ExoHeader& x = h->exo;
+  if (x.magic.get() != kMagic) return ParseError::kBadMagic;
+  if (x.version != kVersion) return ParseError::kBadVersion;
+  const uint8_t op = x.opcode & ~kReplyBit;
   if (op != kGet && op != kPut && op != kDelete) return ParseError::kBadOpcode;
-  const size_t key_len = rd16(p + 6);
+  const size_t key_len = x.key_len.get();
   if (key_len == 0 || key_len > kMaxKeyLen) return ParseError::kBadKeyLen;
-  const size_t value_len = rd32(p + 8);
+  const size_t value_len = x.value_len.get();
   const size_t payload_len = ip_total - kIpLen - kUdpLen;
   if (value_len > payload_len || kHdrLen + key_len + value_len > payload_len) return ParseError::kKvOverflow;
 
-  out.eth_dst = f;
-  out.eth_src = f + 6;
-  out.ip_src = rd32(ip + 12);
-  out.ip_dst = rd32(ip + 16);
-  out.udp_src = rd16(udp);
-  out.udp_dst = rd16(udp + 2);
-  out.opcode = p[3];
-  out.status = p[4];
-  out.flags = p[5];
-  out.client_id = rd32(p + 12);
-  out.seq = rd32(p + 16);
-  out.key = std::span<const uint8_t>(p + kHdrLen, key_len);
-  out.value = std::span<const uint8_t>(p + kHdrLen + key_len, value_len);
+  out.eth_dst = h->eth.dst;
+  out.eth_src = h->eth.src;
+  out.ip_src = h->ip.src.get();
+  out.ip_dst = h->ip.dst.get();
+  out.udp_src = h->udp.src_port.get();
+  out.udp_dst = h->udp.dst_port.get();
+  out.opcode = x.opcode;
+  out.status = x.status;
+  out.flags = x.flags;
+  out.client_id = x.client_id.get();
+  out.seq = x.seq.get();
+  out.key = std::span<const uint8_t>(f + kMinFrame, key_len);
+  out.value = std::span<const uint8_t>(f + kMinFrame + key_len, value_len);
   out.frame_len = kEthLen + ip_total;
   return ParseError::kNone;
+}
+
+Screen screen(std::span<const uint8_t> frame, const ScreenPolicy& policy, FrameView& view,
+              ParseError* why) {
+  const uint8_t* f = frame.data();
+  const size_t n = frame.size();
+  if (n < kEthLen || !is_request_mac(f)) return Screen::kIgnore;
+  const FrameHeader* h = header_of(f);
+  // Our own frames can come back to us (e.g. flooded by a switch): never requests.
+  if (policy.self_mac && std::memcmp(h->eth.src, policy.self_mac, 6) == 0) return Screen::kIgnore;
+  // Other UDP traffic that happens to carry our prefix (DHCP, mDNS on the link) is not ours:
+  // decided before the full parse so it is ignored rather than counted as malformed. Anything
+  // that claims to be IPv4/UDP to our port, or is not IPv4/UDP at all despite a request MAC,
+  // goes on to parse().
+  if (n >= off::kUdpDst + 2 && h->eth.ethertype.get() == kEtherTypeIpv4 &&
+      h->ip.version_ihl == kIpv4NoOptions && h->ip.protocol == kIpProtoUdp &&
+      h->udp.dst_port.get() != policy.udp_port)
+    return Screen::kIgnore;
+  ParseError e = ParseError::kNone;
+  if (n > policy.max_frame) {
+    e = ParseError::kOversize;  // the link MTU was ignored: no client of this cluster sends it
+  } else if ((e = parse(frame, view)) == ParseError::kNone && view.is_reply()) {
+    // Replies go to clients: one arriving at a node is reflected or looped, and answering it
+    // could start a reply storm.
+    e = ParseError::kNotRequest;
+  }
+  if (e == ParseError::kNone) return Screen::kRequest;
+  if (why) *why = e;
+  return Screen::kMalformed;
 }
 
 size_t build(std::span<uint8_t> out, const uint8_t* eth_dst, const Addr& src, uint32_t ip_dst,
@@ -131,8 +223,9 @@ size_t build(std::span<uint8_t> out, const uint8_t* eth_dst, const Addr& src, ui
   // Empty spans may carry a null data(): memmove from null is undefined even for 0 bytes.
   if (!key.empty()) std::memmove(f + kMinFrame, key.data(), key.size());
   if (!value.empty()) std::memmove(f + kMinFrame + key.size(), value.data(), value.size());
-  std::memcpy(f, eth_dst, 6);
-  std::memcpy(f + 6, src.mac, 6);
+  FrameHeader* fh = header_of(f);
+  std::memcpy(fh->eth.dst, eth_dst, 6);
+  std::memcpy(fh->eth.src, src.mac, 6);
   write_headers(f, src.ip, ip_dst, src.port, udp_dst, h, key.size(), value.size());
   return len;
 }
@@ -156,10 +249,27 @@ size_t build_reply(std::span<uint8_t> out, const FrameView& req, const Addr& sel
   const size_t key_len = req.key.size();
   std::memmove(f + kMinFrame, req.key.data(), key_len);  // no-op when in place
   if (!value.empty()) std::memmove(f + kMinFrame + key_len, value.data(), value.size());
-  std::memcpy(f, client_mac, 6);
-  std::memcpy(f + 6, self.mac, 6);
+  FrameHeader* fh = header_of(f);
+  std::memcpy(fh->eth.dst, client_mac, 6);
+  std::memcpy(fh->eth.src, self.mac, 6);
   write_headers(f, self.ip, client_ip, self.port, client_port, h, key_len, value.size());
   return len;
+}
+
+void mark_forwarded(uint8_t* frame) {
+  FrameHeader* h = header_of(frame);
+  // status and flags form one 16-bit word of the checksummed data (payload offset 4: even).
+  const uint16_t old_word = native16(&h->exo.status);
+  h->eth.dst[0] = kPrefixOther;  // not checksummed
+  h->exo.flags |= kForwarded;
+  if (h->udp.checksum.get() == 0) return;  // none: nothing to keep valid
+  // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), in native order like every sum here.
+  const uint16_t hc = native16(h->udp.checksum.b);
+  const uint64_t s = add16(add16(static_cast<uint16_t>(~hc), static_cast<uint16_t>(~old_word)),
+                           native16(&h->exo.status));
+  uint16_t c = static_cast<uint16_t>(~fold(s));
+  if (c == 0) c = 0xffff;  // 0 would mean "no checksum"; 0xFFFF is the same sum
+  std::memcpy(h->udp.checksum.b, &c, 2);
 }
 
 }  // namespace exo::wire

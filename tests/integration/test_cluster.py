@@ -2,6 +2,8 @@
 cache hits, forwarded misses, writes to cached keys, and malformed input."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from exoproto import control_pb2 as pb
@@ -110,5 +112,47 @@ def test_get_for_dropped_entry_with_live_rule_is_forwarded(cluster):
         (res,) = c.execute([c_req(key)])
     after = counters(cluster)
     assert res.status == wire.ST_OK and res.value == b"still-here" and not res.from_cache
+    # FORWARDED is a request flag only: the db node's reply to the forwarded GET carries none
+    # (docs/wire-format.md, "Flags in replies").
+    assert res.flags == 0
     assert delta(after, before, "forwarded_misses")[node] == 1
     assert delta(after, before, "forwarded_gets")[owner] == 1
+
+
+def _exchange(c, msg: wire.Message, timeout: float = 2.0) -> wire.Message | None:
+    """Send one raw request with the given id through the client's sockets; its reply, if any."""
+    c.io.send(wire.encode_frame(wire.request_dst_mac(msg.opcode, msg.key), c.io.mac, c.io.ip,
+                                c.service_ip, c.io.port, c.udp_port, msg))
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        data = c.io.recv(left)
+        if data is None:
+            break
+        rep = wire.decode_payload(data)
+        if rep.client_id == msg.client_id and rep.seq == msg.seq and rep.key == msg.key:
+            return rep
+    return None
+
+
+def test_a_reused_request_id_gets_the_first_outcome_and_is_not_applied(cluster):
+    """The independent client's finding: a write reusing an answered (client_id, seq) with other
+    content was applied. Now every copy gets the first outcome and none is applied again."""
+    key = b"dedup:reused"
+    owner = owner_db(cluster.cfg, key)
+    other = next(k for k in (b"dedup:other:%d" % i for i in range(1000)) if owner_db(cluster.cfg, k) == owner)
+    seq = 0x7000_0001  # far from the client's own seqs, which start at 1
+    with cluster.client() as c:
+        cid = c.client_id
+        before = counters(cluster)
+        first = _exchange(c, wire.Message(wire.OP_PUT, 0, 0, cid, seq, key, b"first"))
+        assert first is not None and first.status == wire.ST_OK
+        for copy in (wire.Message(wire.OP_PUT, 0, 0, cid, seq, key, b"second"),   # other value
+                     wire.Message(wire.OP_DELETE, 0, 0, cid, seq, key),            # other opcode
+                     wire.Message(wire.OP_PUT, 0, 0, cid, seq, other, b"x")):      # other key
+            rep = _exchange(c, copy)
+            assert rep is not None and rep.status == wire.ST_OK, copy
+        assert c.get(key) == b"first"
+        assert c.get(other) is None
+    after = counters(cluster)
+    assert delta(after, before, "duplicate_writes")[owner] == 3
+    assert delta(after, before, "duplicate_id_conflicts")[owner] == 3

@@ -1,5 +1,5 @@
-"""1,000 malformed frames at cache and db nodes are dropped and counted; the cluster keeps
-serving."""
+"""1,000 malformed frames (wrong IPv4 header and UDP checksums among them) at cache and db
+nodes are dropped and counted; the cluster keeps serving, and correct UDP checksums are served."""
 from __future__ import annotations
 
 import socket
@@ -17,24 +17,48 @@ from .helpers import cache_for, counters, delta
 pytestmark = pytest.mark.mininet
 
 
-def malformed_variants(good: bytes) -> list[bytes]:
-    def patch(offset: int, data: bytes) -> bytes:
-        b = bytearray(good)
+O = wire.OFFSET
+
+
+def malformed_variants(good: bytes, good_udp_checksum: bytes) -> list[bytes]:
+    def patch(offset: int, data: bytes, base: bytes = good) -> bytes:
+        b = bytearray(base)
         b[offset:offset + len(data)] = data
         return bytes(b)
 
+    ip_ck = good[O["ip_checksum"]:O["ip_checksum"] + 2]
     return [
-        patch(42, b"\x00\x00"),                 # bad magic
-        patch(44, b"\x07"),                     # bad version
-        patch(45, b"\x66"),                     # unknown opcode
+        patch(O["magic"], b"\x00\x00"),          # bad magic
+        patch(O["version"], b"\x07"),            # bad version
+        patch(O["opcode"], b"\x66"),             # unknown opcode
         good[:55],                              # truncated inside the header
         good[:64],                              # truncated inside the key
-        patch(48, b"\x00\x00"),                 # zero key length
-        patch(48, b"\x01\x2c"),                 # key length 300 (> 250)
-        patch(50, b"\x7f\xff\xff\xff"),         # value length far beyond the frame (oversize)
-        patch(38, b"\x00\x10"),                 # UDP length disagrees with IP length
-        patch(16, b"\x05\xdc"),                 # IP total length 1500 > frame
+        patch(O["key_len"], b"\x00\x00"),        # zero key length
+        patch(O["key_len"], b"\x01\x2c"),        # key length 300 (> 250)
+        patch(O["value_len"], b"\x7f\xff\xff\xff"),  # value length far beyond the frame
+        patch(O["udp_length"], b"\x00\x10"),     # UDP length disagrees with IP length
+        patch(O["ip_total_len"], b"\x05\xdc"),   # IP total length 1500 > frame
+        patch(O["ip_checksum"], bytes([ip_ck[0] ^ 0x01, ip_ck[1]])),  # wrong IPv4 header checksum
+        patch(O["ip_ttl"], b"\x3f"),             # header changed, checksum not
+        patch(len(good_udp_checksum) - 1, b"\xee", good_udp_checksum),  # wrong UDP checksum
     ]
+
+
+def _checksummed(c, op: int, key: bytes, value: bytes = b"") -> wire.Message:
+    """One request with a computed UDP checksum, sent through the client's sockets."""
+    seq = 0x6000_0000 + (time.monotonic_ns() & 0xFFFFF)
+    msg = wire.Message(op, 0, 0, c.client_id, seq, key, value)
+    c.io.send(wire.encode_frame(wire.request_dst_mac(op, key), c.io.mac, c.io.ip, c.service_ip,
+                                c.io.port, c.udp_port, msg, with_udp_checksum=True))
+    deadline = time.monotonic() + 3
+    while (left := deadline - time.monotonic()) > 0:
+        data = c.io.recv(left)
+        if data is None:
+            break
+        rep = wire.decode_payload(data)
+        if rep.seq == seq and rep.key == key:
+            return rep
+    raise AssertionError(f"no reply to a checksummed {op} of {key!r}")
 
 
 def test_malformed_frames_are_dropped_counted_and_harmless(cluster):
@@ -52,10 +76,10 @@ def test_malformed_frames_are_dropped_counted_and_harmless(cluster):
     # GETs for the cached key reach the cache node (Ruleset 2); 0xBA frames reach db nodes.
     for prefix, key in ((PREFIX_GET, hot), (PREFIX_OTHER, hot), (PREFIX_OTHER, b"cold:1")):
         msg = wire.Message(wire.OP_GET, 0, 0, 1, 1, key)
-        good = wire.encode_frame(request_mac(prefix, key_hash(key)), src, ip_src,
-                                 socket.inet_aton(cfg.cluster.service_ip), 40000,
-                                 cfg.cluster.udp_port, msg)
-        frames += malformed_variants(good)
+        args = (request_mac(prefix, key_hash(key)), src, ip_src,
+                socket.inet_aton(cfg.cluster.service_ip), 40000, cfg.cluster.udp_port, msg)
+        frames += malformed_variants(wire.encode_frame(*args),
+                                     wire.encode_frame(*args, with_udp_checksum=True))
     batch = [frames[i % len(frames)] for i in range(1000)]
 
     before = counters(cluster)
@@ -82,5 +106,16 @@ def test_malformed_frames_are_dropped_counted_and_harmless(cluster):
         assert c.get(hot) == b"v"
         c.set(b"after:malformed", b"ok")
         assert c.get(b"after:malformed") == b"ok"
+        # A client may send UDP checksums: correct ones are served, by the cache node (a hit),
+        # by a db node (a PUT, then a GET the cache node forwards: its rewrite keeps the
+        # checksum valid) alike.
+        assert _checksummed(c, wire.OP_GET, hot).status == wire.ST_OK
+        assert _checksummed(c, wire.OP_PUT, b"udp:ck", b"summed").status == wire.ST_OK
+        assert c.get(b"udp:ck") == b"summed"
+        before_fwd = counters(cluster)
+        cluster.stubs.cache(node).DropEntries(pb.KeysRequest(keys=[hot]), timeout=5)
+        fwd = _checksummed(c, wire.OP_GET, hot)
+        assert fwd.status == wire.ST_OK and fwd.value == b"v" and fwd.flags == 0
+        assert delta(counters(cluster), before_fwd, "forwarded_misses")[node] == 1
     for name, proc in cluster.node_procs.items():
         assert proc.poll() is None, f"{name} died"

@@ -1,15 +1,18 @@
 // libFuzzer target: wire::parse on arbitrary bytes must never read out of bounds, and whatever
-// it accepts must stay self-consistent through an in-place reply.
+// it accepts must stay self-consistent through an in-place reply and a forward rewrite
+// (checksums repaired unless marked, frame_fuzz.h).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "frame_fuzz.h"
 #include "wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Copy into an exactly-sized heap buffer so ASan sees any read past the frame.
   std::vector<uint8_t> frame(data, data + size);
+  exo::fuzz::repair_checksums(frame);
   exo::wire::FrameView v{};
   if (exo::wire::parse(frame, v) != exo::wire::ParseError::kNone) return 0;
 
@@ -17,6 +20,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (v.frame_len > size) std::abort();
   if (v.key.empty() || v.key.size() > exo::wire::kMaxKeyLen) std::abort();
   if (v.value.data() + v.value.size() > frame.data() + size) std::abort();
+
+  // A GET forwarded by a cache node still parses: its UDP checksum, if any, stays valid.
+  if (v.op() == exo::wire::kGet && !v.is_reply()) {
+    std::vector<uint8_t> fwd(frame);
+    exo::wire::mark_forwarded(fwd.data());
+    exo::wire::FrameView fv{};
+    if (exo::wire::parse(fwd, fv) != exo::wire::ParseError::kNone) std::abort();
+    if (!(fv.flags & exo::wire::kForwarded) || fv.eth_dst[0] != exo::kPrefixOther) std::abort();
+  }
 
   // Answer it in place (as the cache node does) and parse the reply again.
   std::vector<uint8_t> buf(frame);

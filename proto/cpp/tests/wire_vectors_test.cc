@@ -2,9 +2,11 @@
 // Python tests read (tests/unit/test_wire_vectors.py), so the two cannot drift.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cluster.h"
@@ -29,6 +31,66 @@ const json& vectors() {
     return v;
   }();
   return j;
+}
+
+TEST(Constants, MatchSharedVectors) {
+  const auto& c = vectors()["constants"];
+  EXPECT_EQ(exo::kHashBits, c["hash_bits"].get<int>());
+  EXPECT_EQ(exo::kPrefixGet, c["prefix_get"].get<uint8_t>());
+  EXPECT_EQ(exo::kPrefixOther, c["prefix_other"].get<uint8_t>());
+  EXPECT_EQ(uint8_t(~(exo::kPrefixGet ^ exo::kPrefixOther)), c["prefix_both_mask"].get<uint8_t>());
+  EXPECT_EQ(exo::wire::kMagic, c["magic"].get<uint16_t>());
+  EXPECT_EQ(exo::wire::kVersion, c["version"].get<uint8_t>());
+  EXPECT_EQ(exo::wire::kMaxKeyLen, c["max_key_len"].get<size_t>());
+  EXPECT_EQ(exo::wire::kGet, c["op_get"].get<uint8_t>());
+  EXPECT_EQ(exo::wire::kPut, c["op_put"].get<uint8_t>());
+  EXPECT_EQ(exo::wire::kDelete, c["op_delete"].get<uint8_t>());
+  EXPECT_EQ(exo::wire::kReplyBit, c["op_reply"].get<uint8_t>());
+  EXPECT_EQ(exo::wire::kFromCache, c["flag_from_cache"].get<uint8_t>());
+  EXPECT_EQ(exo::wire::kForwarded, c["flag_forwarded"].get<uint8_t>());
+  EXPECT_EQ(exo::wire::kMinFrame, c["min_frame"].get<size_t>());
+}
+
+// Every field of FrameHeader against the layout Python computes from its field list.
+TEST(Layout, FrameHeaderMatchesSharedVectors) {
+  namespace off = exo::wire::off;
+  using exo::wire::FrameHeader;
+  const std::vector<std::pair<std::string, std::pair<size_t, size_t>>> fields = {
+      {"eth_dst", {off::kEthDst, sizeof FrameHeader::eth.dst}},
+      {"eth_src", {off::kEthSrc, sizeof FrameHeader::eth.src}},
+      {"ethertype", {off::kEtherType, sizeof FrameHeader::eth.ethertype}},
+      {"ip_version_ihl", {off::kIpVersionIhl, sizeof FrameHeader::ip.version_ihl}},
+      {"ip_tos", {off::kIp + offsetof(exo::wire::Ipv4Header, tos), sizeof FrameHeader::ip.tos}},
+      {"ip_total_len", {off::kIpTotalLen, sizeof FrameHeader::ip.total_len}},
+      {"ip_id", {off::kIpId, sizeof FrameHeader::ip.id}},
+      {"ip_frag", {off::kIpFrag, sizeof FrameHeader::ip.frag}},
+      {"ip_ttl", {off::kIpTtl, sizeof FrameHeader::ip.ttl}},
+      {"ip_protocol", {off::kIpProtocol, sizeof FrameHeader::ip.protocol}},
+      {"ip_checksum", {off::kIpChecksum, sizeof FrameHeader::ip.checksum}},
+      {"ip_src", {off::kIpSrc, sizeof FrameHeader::ip.src}},
+      {"ip_dst", {off::kIpDst, sizeof FrameHeader::ip.dst}},
+      {"udp_src", {off::kUdpSrc, sizeof FrameHeader::udp.src_port}},
+      {"udp_dst", {off::kUdpDst, sizeof FrameHeader::udp.dst_port}},
+      {"udp_length", {off::kUdpLength, sizeof FrameHeader::udp.length}},
+      {"udp_checksum", {off::kUdpChecksum, sizeof FrameHeader::udp.checksum}},
+      {"magic", {off::kMagic, sizeof FrameHeader::exo.magic}},
+      {"version", {off::kVersion, sizeof FrameHeader::exo.version}},
+      {"opcode", {off::kOpcode, sizeof FrameHeader::exo.opcode}},
+      {"status", {off::kStatus, sizeof FrameHeader::exo.status}},
+      {"flags", {off::kFlags, sizeof FrameHeader::exo.flags}},
+      {"key_len", {off::kKeyLen, sizeof FrameHeader::exo.key_len}},
+      {"value_len", {off::kValueLen, sizeof FrameHeader::exo.value_len}},
+      {"client_id", {off::kClientId, sizeof FrameHeader::exo.client_id}},
+      {"seq", {off::kSeq, sizeof FrameHeader::exo.seq}},
+      {"key", {off::kKey, 0}},
+  };
+  const auto& layout = vectors()["layout"];
+  ASSERT_EQ(layout.size(), fields.size());
+  for (const auto& [name, at_size] : fields) {
+    ASSERT_TRUE(layout.contains(name)) << name;
+    EXPECT_EQ(layout[name][0].get<size_t>(), at_size.first) << name;
+    EXPECT_EQ(layout[name][1].get<size_t>(), at_size.second) << name;
+  }
 }
 
 TEST(KeyHash, MatchesSharedVectors) {
@@ -79,17 +141,38 @@ TEST(Wire, BuildsSharedFramesByteForByte) {
     const size_t n = exo::wire::build(out, mac_dst.data(), src, exo::parse_ipv4(v["ip_dst"]),
                                       v["udp_dst"].get<uint16_t>(), h, key, value);
     out.resize(n);
+    // build() sends no UDP checksum, as every sender of the project; a vector may carry one.
+    if (v["udp_checksum"].get<bool>()) exo::wire::set_udp_checksum(out);
     EXPECT_EQ(out, unhex(v["frame_hex"])) << v["name"];
   }
 }
 
-TEST(Wire, RejectsSharedMalformedFrames) {
+TEST(Wire, RejectsSharedMalformedFramesWithTheSharedReason) {
   const auto& ms = vectors()["malformed"];
   ASSERT_GT(ms.size(), 10u);
   for (const auto& v : ms) {
     auto raw = unhex(v["frame_hex"]);
     exo::wire::FrameView f{};
-    EXPECT_NE(exo::wire::parse(raw, f), exo::wire::ParseError::kNone) << v["name"];
+    const exo::wire::ParseError e = exo::wire::parse(raw, f);
+    EXPECT_NE(e, exo::wire::ParseError::kNone) << v["name"];
+    EXPECT_EQ(std::string(exo::wire::to_string(e)), v["error"].get<std::string>()) << v["name"];
+  }
+}
+
+// The cache node's rewrite of a forwarded GET, incremental UDP checksum update included, gives
+// the bytes Python computes by recomputing the whole checksum.
+TEST(Wire, MarkForwardedMatchesSharedVectors) {
+  const auto& fs = vectors()["forwarded"];
+  ASSERT_GE(fs.size(), 3u);
+  for (const auto& v : fs) {
+    auto raw = unhex(v["request_hex"]);
+    exo::wire::FrameView f{};
+    ASSERT_EQ(exo::wire::parse(raw, f), exo::wire::ParseError::kNone) << v["name"];
+    exo::wire::mark_forwarded(raw.data());
+    EXPECT_EQ(raw, unhex(v["forwarded_hex"])) << v["name"];
+    ASSERT_EQ(exo::wire::parse(raw, f), exo::wire::ParseError::kNone) << v["name"];
+    EXPECT_EQ(f.eth_dst[0], exo::kPrefixOther);
+    EXPECT_TRUE(f.flags & exo::wire::kForwarded);
   }
 }
 
