@@ -36,27 +36,28 @@ def gain_limits(static: dict, scale: Scale, a: str, rule: str) -> Optional[dict]
            "hottest_db_node_no_cache": name, "hottest_db_share_no_cache": s,
            "even_db_share": round(1 / scale.db_nodes, 5),
            "hottest_db_full_at_offered_rps": round(scale.node_rps / s, 1) if s > 0 else None}
-    if nc is None or wc is None:
-        missing = [k for k, v in (("no cache", nc), ("cache", wc)) if v is None]
-        out["summary"] = f"no measured {rule} loss point for: {', '.join(missing)}"
-        return out
-    out.update(no_cache_share_of_db_capacity=round(nc / scale.db_capacity, 4),
-               cache_share_of_ideal=round(wc / ideal, 4), ideal_gain=round(ideal / nc, 3))
     # runs with the cache that lost more than L where no node nor the cache was over its limit
     unexplained = [r for r in wc_p.get("runs", []) if r["loss"] > float(rule) and r.get("model_loss") == 0]
     out["cache_1000_runs_over_rule_unexplained"] = unexplained
+    tail = ""
+    if unexplained:
+        r = min(unexplained, key=lambda x: x["offered_rps"])
+        tail = (f"; with the cache {len(unexplained)} run(s) lost more than {float(rule):g} where no node nor "
+                f"the cache was over its limit (the lowest: {r['offered_rps']:.0f} req/s offered, "
+                f"{r['loss']:.2%} lost), loss the targets do not cause")
+    if nc is None or wc is None:
+        why = {k: p["at_loss"][rule]["why"] for k, p, v in (("no cache", nc_p, nc), ("cache", wc_p, wc)) if v is None}
+        out["summary"] = f"no measured {rule} loss point: " + "; ".join(f"{k}: {w}" for k, w in why.items()) + tail
+        return out
+    out.update(no_cache_share_of_db_capacity=round(nc / scale.db_capacity, 4),
+               cache_share_of_ideal=round(wc / ideal, 4), ideal_gain=round(ideal / nc, 3))
     hot = (f"the hottest db node ({name}) receives {s:.2%} of the requests ({s * scale.db_nodes:.2f}x an even "
            f"share), so it is full at {scale.node_rps / s:.0f} req/s offered; " if s > 0 else "")
     out["summary"] = (
         f"alpha {a}, {float(rule):g} loss: without the cache {hot}the cluster answers {nc:.0f} req/s "
         f"({nc / scale.db_capacity:.0%} of the db nodes' capacity); with the cache it answers {wc:.0f} req/s, "
         f"{wc / ideal:.0%} of the ideal {ideal:.0f} req/s, so the gain is at most ideal / no-cache = "
-        f"{ideal / nc:.2f}x")
-    if unexplained:
-        r = min(unexplained, key=lambda x: x["offered_rps"])
-        out["summary"] += (f"; with the cache {len(unexplained)} run(s) lost more than {float(rule):g} where no node nor "
-                           f"the cache was over its limit (the lowest: {r['offered_rps']:.0f} req/s offered, "
-                           f"{r['loss']:.2%} lost), loss the targets do not cause")
+        f"{ideal / nc:.2f}x") + tail
     return out
 
 

@@ -153,6 +153,7 @@ def test_an_unmet_loss_rule_leaves_the_gain_out_and_says_why():
                                                        "why": "every run lost more than 0.001"}
     d = documents.fig4_2(static, s, True)
     assert "0.995" not in d["gain_strict"] and d["target_gain_strict"]["met"] is False
+    assert "no cache: every run lost more than 0.001" in d["target_gain_strict"]["limits"]["summary"]
     assert d["gain_not_measured"]["0.001"]["0.995"] == {"no_cache": "every run lost more than 0.001"}
 
 
