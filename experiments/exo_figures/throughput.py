@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
 SINGLE_RUN_FLOOR = 0.9   # a run whose loss is in [0.9 L, L] stands for the point by itself
+ANSWERED_TOL = 0.01      # a run above lo answering over 1% less than lo caught a stall (answered_less)
 # lo and hi at most 5% apart in offered rate. Across the knee (where the first target fills) loss
 # is not linear in the rate, and the strict rule's L lies just past it: the width bounds the error.
 MAX_WIDTH = 0.05
@@ -105,6 +106,7 @@ class LossPoint:
     hi: Optional[Measurement]                # the next run above it (loss > L)
     max_width: float = MAX_WIDTH
     below_lo_over_l: int = 0                 # runs under lo's rate that lost more than L (noise)
+    above_lo_answered_less: int = 0          # runs over lo's rate that answered less (stalls, not used)
 
     @property
     def bounds_rps(self) -> Optional[list[float]]:
@@ -125,14 +127,24 @@ class LossPoint:
                 "bounds_rps": self.bounds_rps,
                 "bracket_width": (None if self.lo is None or self.hi is None
                                   else round(self.hi.offered_rps / self.lo.offered_rps - 1, 4)),
-                "runs_below_with_loss_over_rule": self.below_lo_over_l}
+                "runs_below_with_loss_over_rule": self.below_lo_over_l,
+                "runs_above_answering_less": self.above_lo_answered_less}
+
+
+def answered_less(m: Measurement, lo: Measurement) -> bool:
+    """m, offered more than lo, answered less than lo did: offering more never makes a cluster
+    answer less (past its knee the answered rate stays at its capacity), so m caught a stall
+    (the switch, the host) and says nothing about the loss at its rate."""
+    return m.offered_rps > lo.offered_rps and m.answered_rps < (1 - ANSWERED_TOL) * lo.answered_rps
 
 
 def bracket(runs: Sequence[Measurement], max_loss: float) -> tuple[Optional[Measurement], Optional[Measurement]]:
-    """(lo, hi): the highest-offered run with loss <= L and the next run above it in offered rate."""
+    """(lo, hi): the highest-offered run with loss <= L and the next run above it in offered rate
+    that answered at least what lo did (answered_less)."""
     ok = [m for m in runs if m.loss <= max_loss]
     lo = max(ok, key=lambda m: m.offered_rps) if ok else None
-    above = [m for m in runs if m.loss > max_loss and (lo is None or m.offered_rps > lo.offered_rps)]
+    above = [m for m in runs if m.loss > max_loss and (lo is None or (m.offered_rps > lo.offered_rps
+                                                                     and not answered_less(m, lo)))]
     hi = min(above, key=lambda m: m.offered_rps) if above else None
     return lo, hi
 
@@ -149,22 +161,25 @@ def point_at_loss(runs: Sequence[Measurement], max_loss: float, max_width: float
             why += " where no target was over its limit (loss the model does not see: switch, sockets)"
         return LossPoint(L, False, why, None, None, None, None, None, hi, max_width)
     noisy = sum(1 for m in runs if m.offered_rps < lo.offered_rps and m.loss > L)
+    stalled = sum(1 for m in runs if answered_less(m, lo))
     if lo.loss >= SINGLE_RUN_FLOOR * L:
         return LossPoint(L, True, None, "single_run", lo.answered_rps, lo.offered_rps, lo.loss, lo, hi,
-                         max_width, noisy)
+                         max_width, noisy, stalled)
     if hi is None:
         why = (f"no run above {L:g} loss: the highest offered, {lo.offered_rps:.0f} req/s, lost {lo.loss:.4%} "
                f"(below {SINGLE_RUN_FLOOR * L:g})")
-        return LossPoint(L, False, why, None, None, None, None, lo, None, max_width, noisy)
+        if stalled:
+            why += f"; {stalled} run(s) above it answered less than it did (a stall) and are not used"
+        return LossPoint(L, False, why, None, None, None, None, lo, None, max_width, noisy, stalled)
     width = hi.offered_rps / lo.offered_rps - 1
     if width > max_width + 1e-9:
         why = (f"the runs around {L:g} loss are {width:.1%} apart in offered rate "
                f"({lo.offered_rps:.0f} req/s at {lo.loss:.4%}, {hi.offered_rps:.0f} at {hi.loss:.4%}), "
                f"more than {max_width:.0%}")
-        return LossPoint(L, False, why, None, None, None, None, lo, hi, max_width, noisy)
+        return LossPoint(L, False, why, None, None, None, None, lo, hi, max_width, noisy, stalled)
     w = (L - lo.loss) / (hi.loss - lo.loss)
     r = lo.offered_rps + w * (hi.offered_rps - lo.offered_rps)
-    return LossPoint(L, True, None, "bracket", r * (1 - L), r, L, lo, hi, max_width, noisy)
+    return LossPoint(L, True, None, "bracket", r * (1 - L), r, L, lo, hi, max_width, noisy, stalled)
 
 
 def _scaled(shares: Mapping[str, float], k: float) -> dict[str, float]:
@@ -177,7 +192,7 @@ def _fit(runs: Sequence[Measurement]) -> Optional[tuple[float, float, Measuremen
     base = max(0.0, low.loss - predicted_loss(low.offered_rps, low.shares, low.capacities))
     # A run that lost much more than a run at a higher rate is noise (a switch hiccup), not the knee.
     clean = [m for m in runs if not any(o.offered_rps > m.offered_rps and m.loss - o.loss > CALIBRATE_MIN
-                                        for o in runs)]
+                                        for o in runs) and not any(answered_less(m, o) for o in runs)]
     past = [m for m in clean if m.loss - base >= CALIBRATE_MIN and m.shares]
     ref = min(past, key=lambda m: m.loss) if past else max(runs, key=lambda m: m.offered_rps)
     if not ref.shares:

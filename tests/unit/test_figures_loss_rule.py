@@ -101,8 +101,22 @@ def test_refuses_a_bracket_too_wide_to_interpolate():
 
 
 def test_a_noisy_low_run_is_reported_not_used():
-    p = point_at_loss([run(800, 0.06), run(1000, 0.02), run(1040, 0.08)], 0.05)
+    p = point_at_loss([run(800, 0.06), run(1000, 0.02), run(1040, 0.055)], 0.05)
     assert p.met_loss_rule and p.lo.offered_rps == 1000 and p.below_lo_over_l == 1
+
+
+def test_a_run_above_that_answered_less_is_a_stall_not_a_bracket():
+    """Offering more never makes a cluster answer less: a run above lo that answered over 1% less
+    than lo caught a stall. Used as hi it would drag the point down (here to 0.27% -> 13.6%
+    within 3%, as a real run did); it is left out and counted, and the rule waits for a run that
+    can stand as hi."""
+    runs = [run(2800, 0.0), run(10715, 0.0027), run(11033, 0.1361)]
+    p = point_at_loss(runs, 0.05)
+    assert not p.met_loss_rule and p.hi is None and p.above_lo_answered_less == 1
+    assert "answered less than it did" in p.why
+    p = point_at_loss(runs + [run(11200, 0.052)], 0.05)
+    assert p.met_loss_rule and p.hi.offered_rps == 11200 and p.above_lo_answered_less == 1
+    assert p.as_json()["runs_above_answering_less"] == 1
 
 
 def test_unreachable_strict_rule_is_reported_and_bounded():
