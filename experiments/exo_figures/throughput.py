@@ -186,13 +186,18 @@ def _scaled(shares: Mapping[str, float], k: float) -> dict[str, float]:
     return {t: k * v for t, v in shares.items()}
 
 
+def clean_runs(runs: Sequence[Measurement]) -> list[Measurement]:
+    """The runs without those that caught a stall: a run that lost much more than a run at a
+    higher rate, or answered less than a run at a lower rate (answered_less)."""
+    return [m for m in runs if not any(o.offered_rps > m.offered_rps and m.loss - o.loss > CALIBRATE_MIN
+                                       for o in runs) and not any(answered_less(m, o) for o in runs)]
+
+
 def _fit(runs: Sequence[Measurement]) -> Optional[tuple[float, float, Measurement]]:
     """(base, k, ref): the model fitted to the runs (estimate_rate), or None if nothing to fit."""
-    low = min(runs, key=lambda m: m.offered_rps)
+    clean = clean_runs(runs) or list(runs)
+    low = min(clean, key=lambda m: m.offered_rps)
     base = max(0.0, low.loss - predicted_loss(low.offered_rps, low.shares, low.capacities))
-    # A run that lost much more than a run at a higher rate is noise (a switch hiccup), not the knee.
-    clean = [m for m in runs if not any(o.offered_rps > m.offered_rps and m.loss - o.loss > CALIBRATE_MIN
-                                        for o in runs) and not any(answered_less(m, o) for o in runs)]
     past = [m for m in clean if m.loss - base >= CALIBRATE_MIN and m.shares]
     ref = min(past, key=lambda m: m.loss) if past else max(runs, key=lambda m: m.offered_rps)
     if not ref.shares:
@@ -230,7 +235,7 @@ def estimate_rate(runs: Sequence[Measurement], target: float, check_loss: Option
         return None
     base, k, ref = fit
     if check_loss is not None:
-        for m in runs:
+        for m in clean_runs(runs):
             if (predicted_loss(m.offered_rps, _scaled(m.shares, k), m.capacities) + base <= check_loss) != \
                     (m.loss <= check_loss):
                 return None
@@ -282,7 +287,8 @@ def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> 
     if lo is not None:  # every run so far is at or under L: go up (trusting the model up to 5x)
         if est is not None and est > lo.offered_rps:
             return min(max(est, (1 + STEP) * lo.offered_rps), 5.0 * lo.offered_rps)
-        wrong = sum(1 for m in runs if raw is None or m.offered_rps >= raw)
+        # runs the model has been wrong about, or at least the latest runs that all fell short
+        wrong = max(sum(1 for m in runs if raw is None or m.offered_rps >= raw), _trailing_same_side(runs, L) - 1)
         return (1 + min(0.5, STEP * 3 ** max(0, wrong - 1))) * lo.offered_rps
     ordered = sorted(runs, key=lambda m: m.offered_rps)  # every run lost more than L: go down
     low = ordered[0]
@@ -291,7 +297,7 @@ def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> 
         return None  # the loss is not the targets' overload: a lower rate will not remove it
     if est is not None and est < low.offered_rps:
         return max(min(est, (1 - STEP) * low.offered_rps), min_rate)
-    wrong = sum(1 for m in runs if raw is None or m.offered_rps <= raw)
+    wrong = max(sum(1 for m in runs if raw is None or m.offered_rps <= raw), _trailing_same_side(runs, L) - 1)
     return max((1 - min(0.5, STEP * 3 ** max(0, wrong - 1))) * low.offered_rps, min_rate)
 
 

@@ -180,3 +180,22 @@ def test_a_rule_past_its_share_of_runs_gets_what_the_other_left():
     s = search_losses(measure, probe_rate=350, losses=(0.001, 0.05), max_runs=12, max_runs_per_loss=3)
     assert all(p.met_loss_rule for p in s.points.values())
     assert 1 + 2 * 3 < len(calls) <= 12
+
+
+def test_a_stall_in_the_probe_does_not_stall_the_search():
+    """The probe loses 0.7% to a stall (as one did in a QUICK run): once a run at a higher rate
+    lost nothing, the probe no longer counts against the model, and both points are found."""
+    inner, _ = single_target(extra_loss=0.0002, cap_factor=1.04)
+    calls = []
+
+    def measure(rate):
+        m = inner(rate)
+        calls.append(rate)
+        if len(calls) == 1:
+            m = Measurement(rate, rate * (1 - m.loss - 0.007), m.loss + 0.007, m.shares, m.capacities)
+        return m
+    s = search_losses(measure, probe_rate=350, losses=(0.001, 0.05), max_runs=11, max_runs_per_loss=6)
+    for L in (0.001, 0.05):
+        p = s.points[L]
+        assert p.met_loss_rule, p.why
+        assert p.throughput_rps == pytest.approx(_rate_at(L, 1.04, 0.0002, 0) * (1 - L), rel=0.05)
