@@ -6,8 +6,9 @@ The thesis "control[s] our client send rate to maintain a constant packet loss o
     the throughput at loss L is the answered rate at the offered rate where the loss is exactly L,
     taken from measured runs only: linear interpolation between `lo`, the run with the highest
     offered rate whose loss is <= L, and `hi`, the next run above it in offered rate (its loss
-    is > L by the choice of lo), if they are at most `max_width` apart; or lo's own answered
-    rate if its loss is already in [0.9 L, L].
+    is > L by the choice of lo) that answered at least 99% of what lo did (answered_less), if
+    they are at most `max_width` apart; or lo's own answered rate if its loss is already in
+    [0.9 L, L].
 
 Interpolation is on (offered rate, loss); the point's answered rate is r_L (1 - L), which is what
 a run offered r_L and losing exactly L answers. If loss never falls as the rate rises, the true
@@ -87,8 +88,9 @@ def rate_for_loss(shares: Mapping[str, float], caps: Mapping[str, float], target
 
 def rule_text(max_loss: float, max_width: float = MAX_WIDTH) -> str:
     return (f"throughput at loss exactly {max_loss:g}: linear interpolation on (offered, loss) between the run "
-            f"with the highest offered rate whose loss is <= {max_loss:g} and the next run above it "
-            f"(at most {max_width:.0%} apart in offered rate), answered = offered x (1 - {max_loss:g}); or that "
+            f"with the highest offered rate whose loss is <= {max_loss:g} and the next run above it that "
+            f"answered at least {1 - ANSWERED_TOL:.0%} of what it did (at most {max_width:.0%} apart in offered "
+            f"rate), answered = offered x (1 - {max_loss:g}); or that "
             f"run's own answered rate if its loss is in [{SINGLE_RUN_FLOOR * max_loss:g}, {max_loss:g}]")
 
 
