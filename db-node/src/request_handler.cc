@@ -132,24 +132,14 @@ size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
   // Ours until a record replaces the claim (every answer below inserts one).
   const DedupClaim claim(ctx_.dedup, id);
 
-  // A decision for an earlier write of this cached key not yet delivered: the cache node may
-  // still have that write pending and would refuse our Prepare, and a late Commit must never
-  // land after a newer write. One attempt now; if it fails the client retries later. (An
-  // untracked key needs none: it was untracked because its cache node dropped it, answered
-  // cached=false, or was forgotten, so nothing there can serve it from a pending write.)
-  const std::string_view key = as_sv(req.key);
-  const std::string* holder = guard.holder(key);
-  if (holder && ctx_.resolver.has_pending(key)) {
-    if (!ctx_.resolver.settle(guard, key)) {
-      LOG_DEBUG("write answered BUSY: an earlier decision for the key is undelivered");
-      return refuse(req, rec, wire::kBusy, out);
-    }
-    holder = guard.holder(key);  // a cached=false answer untracks the key
-  }
-
-  if (holder) {
-    const std::string cache_node = *holder;  // write_cached may unmark, invalidating `holder`
-    return write_cached(req, guard, cache_node, rec, out);
+  // A key a cache node holds: the two-phase write, decided by the coordinator's CachedWrite
+  // (coordinator/cached_write.h) and carried out by write_cached.cc. It first tries to deliver
+  // any undelivered decision for the key (BUSY if that fails), and hands the write back here
+  // when an answer cached=false untracks the key. (An untracked key needs no such settling: it
+  // was untracked because its cache node dropped it, answered cached=false, or was forgotten, so
+  // nothing there can serve it from a pending write.)
+  if (const std::string* holder = guard.holder(as_sv(req.key))) {
+    if (const std::optional<size_t> n = write_cached(req, guard, *holder, rec, out)) return *n;
   }
 
   const std::string dedup_key = request_key(id);

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -54,17 +55,16 @@ class RequestHandler {
 
  private:
   size_t handle_get(const wire::FrameView& req, std::span<uint8_t> out);
-  // Dedup check, settling of undelivered decisions for the key, then the uncached write or
-  // write_cached(). Wire status of a write: OK applied; BUSY and ERROR definitely not applied.
+  // Dedup check, then write_cached() for a key a cache node holds, else the uncached write.
+  // Wire status of a write: OK applied; BUSY and ERROR definitely not applied.
   size_t handle_write(const wire::FrameView& req, uint64_t hash, std::span<uint8_t> out);
-  // The two-phase write of a key `cache_node` holds (write_cached.cc). `guard` is the key's
-  // stripe lock; `rec` is the dedup record to keep if the write is applied.
-  size_t write_cached(const wire::FrameView& req, CachedKeys::Guard& guard,
-                      const std::string& cache_node, const DedupRecord& rec,
-                      std::span<uint8_t> out);
-  // Gives up a prepared transaction: durable abort record, rollback, Abort to the resolver.
-  void abandon(StoreTxn& txn, uint64_t txid, const std::string& cache_node,
-               std::span<const uint8_t> key, const std::string& txlog_value);
+  // The two-phase write of a key `cache_node` holds (write_cached.cc: the shell of the
+  // coordinator's CachedWrite). `guard` is the key's stripe lock; `rec` is the dedup record to
+  // keep if the write is applied. Empty when the key turned out untracked (settling its
+  // earlier decision was answered cached=false): the caller writes it uncached.
+  std::optional<size_t> write_cached(const wire::FrameView& req, CachedKeys::Guard& guard,
+                                     const std::string& cache_node, const DedupRecord& rec,
+                                     std::span<uint8_t> out);
   size_t reply(const wire::FrameView& req, std::span<uint8_t> out, uint8_t status,
                std::span<const uint8_t> value = {});
   size_t error(const wire::FrameView& req, std::span<uint8_t> out);
