@@ -14,8 +14,8 @@
 // the key and with Fetch. It is retried until the cache node gives a definitive answer
 // (FinishOutcome::definitive(): ok, cached=false, or a refusal, which means nothing of that txid
 // is pending there), then its txlog record is deleted. A decision is durable in Cf::kTxlog
-// before it is handed over (except when that write itself failed: then it is only here), so a
-// restart loses none.
+// before it is handed over, so a restart loses none, except when that write itself failed: then
+// it is only here (docs/two-phase-commit.md, "Limits").
 //
 // Thread safety: any thread. Lock order: a stripe lock, then the resolver's own lock (never
 // the other way round).
