@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from exo_topo.switch_audit import RuleAudit, audit_problems, summary
+
 from .recovery import summarise, swap_recoveries
 from .runner import Workload, loadgen_cmd, run_loadgen
 from .scale import THESIS, Scale
@@ -27,8 +29,12 @@ def run_dynamic(cl, scale: Scale, rate: float, swaps: int, out_dir: Path, alpha:
              f"{', '.join(str(every * (k + 1)) for k in range(swaps))} s")
     out = out_dir / "fig4_4-loadgen.json"
     load_before = os.getloadavg()[0]
-    rep = run_loadgen(cl, loadgen_cmd(cl, rate, duration, wl, out, scale, bin_ms=BIN_MS),
-                      timeout=duration + 120, log_name="loadgen-fig4_4")
+    # The run's Ruleset 2 figures come from the switch's own record of the run window, beside
+    # the controller's journal (exo_topo.switch_audit), not from the controller's lifetime Stats.
+    with RuleAudit(cl, name="fig4_4-audit") as audit:
+        rep = run_loadgen(cl, loadgen_cmd(cl, rate, duration, wl, out, scale, bin_ms=BIN_MS),
+                          timeout=duration + 120, log_name="loadgen-fig4_4")
+    rules = summary(audit.result)
     # the drain's bins (nothing sent) are not part of the series: a swap's window ends with the sending
     bins = [b for b in rep["seconds"] if b["t"] < duration]
     bin_s = BIN_MS / 1000
@@ -43,6 +49,9 @@ def run_dynamic(cl, scale: Scale, rate: float, swaps: int, out_dir: Path, alpha:
             "t": t, "answered_rps": [round(a, 1) for a in answered],
             "from_cache_rps": [round(a, 1) for a in from_cache],
             **summarise(per_swap), "swaps": per_swap,
-            "rule_updates_per_s_max": ctl.get("rule_updates_per_s_max"),
+            **rules,  # rule_updates_per_s_max, ruleset2_max (run window) and their switch_* checks
+            "rule_updates_per_s_max_lifetime": ctl.get("rule_updates_per_s_max"),
+            "rule_audit_problems": audit_problems(audit.result, cl.cfg.switch.rule_update_rate,
+                                                  cl.cfg.switch.cache_rule_capacity),
             "totals": rep["totals"],
             "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
