@@ -5,6 +5,10 @@
 
 #include "control_service.h"
 
+#ifdef EXO_FAULTS  // ---- mutant test build only (proto/cpp/fault_switch.h) ----
+#include "fault_switch.h"
+#endif
+
 namespace exo::cache {
 namespace {
 
@@ -28,6 +32,11 @@ grpc::Status ControlService::Prepare(grpc::ServerContext*, const PrepareRequest*
 }
 
 grpc::Status ControlService::Commit(grpc::ServerContext*, const TxRequest* req, TxReply* reply) {
+#ifdef EXO_FAULTS
+  // --fault serve-stale: drop the write as an Abort would, keep serving the old value, and
+  // still answer the db node that it committed.
+  if (exo::fault::active(exo::fault::kServeStale)) return finish_tx(*req, reply, /*commit=*/false);
+#endif
   return finish_tx(*req, reply, /*commit=*/true);
 }
 

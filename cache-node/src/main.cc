@@ -34,6 +34,10 @@
 #include "port.h"
 #include "unix_socket.h"
 
+#ifdef EXO_FAULTS  // ---- mutant test build only ----
+#include "fault_switch.h"
+#endif
+
 namespace {
 
 using namespace exo::cache;
@@ -180,6 +184,10 @@ int main(int argc, char** argv) {
   app.add_option("--cluster", cluster_path, "resolved cluster JSON (exo config resolve)")->required();
   app.add_option("--name", name, "this node's name in cluster.cache_nodes")->required();
   app.add_option("--log-level", level, "debug, info, warning or error");
+#ifdef EXO_FAULTS
+  std::string fault;
+  app.add_option("--fault", fault, "test build only: break the node on purpose (serve-stale)");
+#endif
   try {
     app.parse(our_argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -190,6 +198,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "exo-cache-node: --log-level: unknown level '%s'\n", level.c_str());
     return 2;
   }
+#ifdef EXO_FAULTS
+  exo::log_program() = "exo-cache-node-mutant";
+  if (std::string e; !exo::fault::select(fault, {exo::fault::kServeStale}, &e)) {
+    std::fprintf(stderr, "exo-cache-node-mutant: %s\n", e.c_str());
+    return 2;
+  }
+  if (!fault.empty()) LOG_WARN("test build: running with --fault %s (docs/chaos.md)", fault.c_str());
+#endif
 
   exo::Cluster cluster;
   try {

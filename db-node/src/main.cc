@@ -27,6 +27,10 @@
 #include "recovery.h"
 #include "store.h"
 
+#ifdef EXO_FAULTS  // ---- mutant test build only ----
+#include "fault_switch.h"
+#endif
+
 using namespace exo::db;
 
 namespace {
@@ -46,9 +50,21 @@ int main(int argc, char** argv) {
   app.add_option("--name", name, "this node's name in cluster.db_nodes")->required();
   app.add_option("--log-level", level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+#ifdef EXO_FAULTS
+  std::string fault;
+  app.add_option("--fault", fault, "test build only: break the node on purpose (skip-prepare)");
+#endif
   CLI11_PARSE(app, argc, argv);
   exo::log_program() = "exo-db-node";
   exo::set_log_level(level);
+#ifdef EXO_FAULTS
+  exo::log_program() = "exo-db-node-mutant";
+  if (std::string e; !exo::fault::select(fault, {exo::fault::kSkipPrepare}, &e)) {
+    std::fprintf(stderr, "exo-db-node-mutant: %s\n", e.c_str());
+    return 2;
+  }
+  if (!fault.empty()) LOG_WARN("test build: running with --fault %s (docs/chaos.md)", fault.c_str());
+#endif
 
   // Block the stop signals before any thread exists (gRPC's included), so they are delivered
   // only to sigwait below and no handler has to be async-signal-safe.

@@ -5,6 +5,24 @@
 #include "exoproto/control.grpc.pb.h"
 #include "grpc_channel.h"
 
+#ifdef EXO_FAULTS  // ---- mutant test build only (proto/cpp/fault_switch.h) ----
+#include <mutex>
+
+#include "fault_switch.h"
+#include "log.h"
+
+namespace {
+// --fault skip-prepare: the write goes on as if the cache node had prepared (and later
+// committed), but nothing is sent, so the cache node keeps serving the value it holds.
+bool skip_prepare() {
+  if (!exo::fault::active(exo::fault::kSkipPrepare)) return false;
+  static std::once_flag once;
+  std::call_once(once, [] { LOG_WARN("FAULT skip-prepare: a cached write skipped Prepare/Commit"); });
+  return true;
+}
+}  // namespace
+#endif  // ---- EXO_FAULTS ----
+
 namespace exo::db {
 
 uint64_t TxIdSource::from_clock() {
@@ -60,6 +78,9 @@ std::string rpc_error(const char* what, const std::string& node, const grpc::Sta
 PrepareOutcome GrpcPropagator::prepare(const std::string& cache_node, std::span<const uint8_t> key,
                                        uint64_t txid, bool is_delete,
                                        std::span<const uint8_t> value) {
+#ifdef EXO_FAULTS
+  if (skip_prepare()) return PrepareOutcome{PrepareOutcome::kPrepared, {}};
+#endif
   PrepareOutcome out;
   Peer* p = peer(cache_node, &out.error);
   if (!p) return out;
@@ -116,6 +137,9 @@ FinishOutcome finish(Fn&& call, const char* what, const std::string& node,
 
 FinishOutcome GrpcPropagator::commit(const std::string& cache_node, std::span<const uint8_t> key,
                                      uint64_t txid) {
+#ifdef EXO_FAULTS
+  if (skip_prepare()) return FinishOutcome{FinishOutcome::kDone, {}};  // nothing was prepared there
+#endif
   FinishOutcome out;
   Peer* p = peer(cache_node, &out.error);
   if (!p) return out;  // kUnreachable: a name the config does not know is never reachable

@@ -21,7 +21,7 @@ import time
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 from mininet.net import Mininet
 from mininet.node import OVSSwitch, RemoteController
@@ -38,6 +38,7 @@ from .topology import ExoTopo
 log = logging.getLogger("exo.cluster")
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR = "emulator/exo-emulator"  # relative to the build dir
+MUTANT_SUFFIX = "-mutant"  # the EXO_FAULTS test build of a node binary (docs/chaos.md)
 
 
 class ClusterStartError(RuntimeError):
@@ -47,14 +48,17 @@ class ClusterStartError(RuntimeError):
 class EmulatedCluster:
     def __init__(self, cfg: ClusterConfig, run_dir: str | Path, build_dir: str | Path | None = None,
                  config_path: Optional[Path] = None, start_timeout: float = 60.0,
-                 controller_args: Sequence[str] = ()):
-        """controller_args: extra exo_controller flags (tests pass --fault here)."""
+                 controller_args: Sequence[str] = (), node_faults: Optional[Mapping[str, str]] = None):
+        """controller_args: extra exo_controller flags (tests pass --fault here).
+        node_faults: {node name: fault} runs those nodes (also when restarted) from their
+        mutant test build with --fault (docs/chaos.md)."""
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.build_dir = Path(build_dir or os.environ.get("EXO_BUILD", REPO / "build"))
         self.config_path = config_path
         self.start_timeout = start_timeout
         self.controller_args = list(controller_args)
+        self.node_faults = dict(node_faults or {})
         # The controller's timestamped Ruleset 2 record, read by exo_topo.switch_audit.
         self.ruleset2_journal = self.run_dir / "controller-ruleset2.jsonl"
         self.net: Optional[Mininet] = None
@@ -228,7 +232,9 @@ class EmulatedCluster:
     # ---- internals ----
     def _check_binaries(self) -> None:
         for rel in ("db-node/exo-db-node", "cache-node/exo-cache-node",
-                    *([EMULATOR] if self.emulators() else [])):
+                    *([EMULATOR] if self.emulators() else []),
+                    *([f"db-node/exo-db-node{MUTANT_SUFFIX}", f"cache-node/exo-cache-node{MUTANT_SUFFIX}"]
+                      if self.node_faults else [])):
             if not (self.build_dir / rel).exists():
                 raise ClusterStartError(f"{self.build_dir / rel} is missing: run `make build` first")
 
@@ -249,7 +255,12 @@ class EmulatedCluster:
         return self.host(host).popen(cmd, cwd=str(REPO), env=env, **kw)
 
     def _spawn_node(self, name: str, rel_binary: str) -> None:
+        fault = self.node_faults.get(name)
+        if fault is not None:
+            rel_binary += MUTANT_SUFFIX
         cmd = [str(self.build_dir / rel_binary), "--cluster", str(self.resolved), "--name", name]
+        if fault is not None:
+            cmd += ["--fault", fault]
         self.node_procs[name] = self._spawn(name, name, cmd)
 
     def _set_mtu(self) -> None:
