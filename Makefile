@@ -45,9 +45,13 @@ demo: build
 
 # Fault-injection campaign on a Mininet cluster, every history checked for linearizability
 # (docs/chaos.md). Writes results/chaos.json. REPEATS=1 for a short one (make test runs that).
+# Fails on a violation, a lost acknowledged write or a key the checker left undecided.
+# MUTANT=skip-prepare|serve-stale: the same campaign against that mutant test build, written to
+# results/chaos-mutant-$(MUTANT).json; it fails when the mutant is NOT caught (no violation).
 chaos: build
 	@mkdir -p results
-	@$(PY) -m exo_chaos.campaign --repeats $${REPEATS:-3} --out results/chaos.json
+	@$(PY) -m exo_chaos.campaign --repeats $${REPEATS:-3} \
+		$(if $(MUTANT),--mutant $(MUTANT) --out results/chaos-mutant-$(MUTANT).json,--out results/chaos.json)
 
 # Thesis Chapter 4 (docs/figures.md): Figures 4.1-4.4 on a Mininet cluster of emulated wimpies
 # (results/fig4_N.json + .png, table of ours vs the thesis), then the same at the thesis's scale

@@ -2,16 +2,24 @@
 linearizability. Writes results/chaos.json and prints a table.
 
     python -m exo_chaos.campaign [--repeats 3] [--quick] [--out results/chaos.json]
+    python -m exo_chaos.campaign --mutant skip-prepare --out results/chaos-mutant-skip-prepare.json
 
-    client0, client1  exo_chaos.worker: GET/PUT/DELETE on 24 hot keys, histories recorded
-    client2           this process: preloads the keys, reads them all at the end
+    client0..client2  exo_chaos.worker: bursts of GET/PUT/DELETE on 8 keys, all workers' bursts
+                      starting together, histories recorded
+    client3           this process: preloads the keys, reads them all at the end
     cache0, cache1    40 entries each, filling themselves (sample_rate 1: the keys are hot at once)
     db0, db1          RocksDB, WAL without fsync (survives kill -9; docs/two-phase-commit.md)
 
-Schedule: warm-up (the caches fill), then `repeats` rounds of: link loss + delay, duplicated
-and reordered frames, kill -9 of a cache node, of a db node, of the controller (each healed
-and followed by a quiet period). Then the workers stop, every key is read once more, and every
-key's history is checked against a register model (exo_chaos.linearizability).
+Schedule: warm-up (until every key has been cached), then `repeats` rounds of: link loss + delay,
+duplicated and reordered frames, kill -9 of a cache node, of a db node, of the controller (each
+healed and followed by a quiet period). Then the workers stop, every key is read once more, and
+every key's history is checked against a register model (exo_chaos.linearizability).
+
+--mutant NAME runs the same campaign against the mutant test build (docs/chaos.md, "Mutants"):
+skip-prepare on both db nodes, serve-stale on both cache nodes. Exit status: 0 when the run
+passes (no violation, no lost acknowledged write; with --mutant: at least one violation, the
+mutant caught), 1 when it does not, 3 when the checker left some key undecided (its budget ran
+out), which proves nothing either way.
 """
 from __future__ import annotations
 
@@ -23,10 +31,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
+from exo_common.partitions import slot_of
+from exo_harness.history import History
 from exo_topo.cluster import EmulatedCluster
 from exo_topo.configgen import emulation_config
-from exoskeleton.history import History
+from exoskeleton.keyhash import key_hash
 
 from . import linearizability, metrics
 from .faults import Fault, Links, now_ns, run_fault
@@ -34,15 +45,48 @@ from .worker import chaos_key
 
 REPO = Path(__file__).resolve().parents[2]
 log = logging.getLogger("exo.chaos")
-N_KEYS = 24
-WORKERS = ("client0", "client1")
+N_KEYS = 8
+WORKERS = ("client0", "client1", "client2")
+CAMPAIGN_CLIENT = "client3"
+# The workload (docs/chaos.md): every worker sends BURST requests each TICK seconds, all
+# workers on the same ticks, so operations on one key overlap (overlap_share).
+BURST, TICK = 6, 0.02
+# Mutant name -> the kind of node that runs it (docs/chaos.md, "Mutants").
+MUTANTS = {"skip-prepare": "db", "serve-stale": "cache"}
+BASELINE_S = 3.0  # throughput baseline: the 3 s before each injection
 
 
 def build_config(run_dir: Path, openflow_port: int):
     return emulation_config(
-        n_cache=2, n_db=2, n_clients=3, run_dir=run_dir, cache_capacity=40,
+        n_cache=2, n_db=2, n_clients=len(WORKERS) + 1, run_dir=run_dir, cache_capacity=40,
         controller={"openflow_port": openflow_port}, switch={"cache_rule_capacity": 256},
         hot_keys={"sample_rate": 1.0})
+
+
+def key_ids(cfg, n: int = N_KEYS) -> list[int]:
+    """n key numbers, as many owned by each db node (the first ones in chaos:000, 001, ...
+    order), so that killing either db node, or the cache node serving it, hits as many keys."""
+    owners, bits = cfg.partitions(), cfg.switch.partition_bits
+    names = [d.name for d in cfg.db_nodes]
+    quota = {name: n // len(names) + (j < n % len(names)) for j, name in enumerate(names)}
+    out: list[int] = []
+    for i in range(100_000):
+        owner = owners[slot_of(key_hash(chaos_key(i)), bits)]
+        if quota[owner] > 0:
+            quota[owner] -= 1
+            out.append(i)
+            if len(out) == n:
+                return out
+    raise ValueError(f"no {n} keys spread over {names}: does every db node own a partition?")
+
+
+def node_faults(cfg, mutant: Optional[str]) -> dict[str, str]:
+    if mutant is None:
+        return {}
+    if mutant not in MUTANTS:
+        raise ValueError(f"unknown mutant {mutant!r} (known: {', '.join(MUTANTS)})")
+    nodes = cfg.db_nodes if MUTANTS[mutant] == "db" else cfg.cache_nodes
+    return {n.name: mutant for n in nodes}
 
 
 def schedule(repeats: int, quick: bool) -> list[Fault]:
@@ -59,15 +103,15 @@ def schedule(repeats: int, quick: bool) -> list[Fault]:
     return out
 
 
-def start_workers(cl: EmulatedCluster, run_dir: Path, rate: float) -> dict:
+def start_workers(cl: EmulatedCluster, run_dir: Path, keys: list[int], tick: float) -> dict:
     procs = {}
     cfg = cl.cfg
     for i, name in enumerate(WORKERS):
         node = cfg.node(name)
         cmd = [sys.executable, "-m", "exo_chaos.worker", "--iface", node.interface, "--name", name,
-               "--history", str(run_dir / f"history-{name}.jsonl"), "--keys", str(N_KEYS),
-               "--rate", str(rate), "--seed", str(i + 1),
-               "--impair-file", str(run_dir / f"impair-{name}.json"),
+               "--history", str(run_dir / f"history-{name}.jsonl"),
+               "--key-ids", ",".join(map(str, keys)), "--burst", str(BURST), "--tick", str(tick),
+               "--seed", str(i + 1), "--impair-file", str(run_dir / f"impair-{name}.json"),
                "--mtu", str(cfg.cluster.mtu), "--udp-port", str(cfg.cluster.udp_port),
                "--service-ip", cfg.cluster.service_ip]
         procs[name] = cl.popen_in(name, cmd, f"chaos-{name}")
@@ -88,27 +132,55 @@ def stop_workers(procs: dict, timeout: float = 30.0) -> None:
             raise RuntimeError(f"chaos worker {name} exited with {rc}")
 
 
+def wait_cached(cl: EmulatedCluster, keys: list[bytes], timeout: float) -> tuple[float, int]:
+    """Seconds until every key has been seen held by a cache node (at most timeout), and how
+    many were. Not "all at once": a committed DELETE retires a key's rule and the key comes
+    back later, so at any moment a key may be out of the cache for a while."""
+    t0 = time.monotonic()
+    seen: set[bytes] = set()
+    while True:
+        try:
+            seen |= set(keys) & {k for c in cl.cfg.cache_nodes for k in cl.stubs.cached_keys(c.name)}
+        except Exception as err:  # a node busy starting: ask again
+            log.info("cached keys: %s", err)
+        if len(seen) == len(keys) or time.monotonic() - t0 >= timeout:
+            return time.monotonic() - t0, len(seen)
+        time.sleep(0.1)
+
+
 def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port: int = 6667,
-                 run_dir: Path = Path("/tmp/exo/chaos"), rate: float = 150.0, progress=print) -> dict:
+                 run_dir: Path = Path("/tmp/exo/chaos"), progress=print, mutant: Optional[str] = None,
+                 faults: Optional[list[Fault]] = None, load_s: float = 0.0,
+                 rate: Optional[float] = None) -> dict:
+    """faults: instead of schedule(repeats, quick); load_s: seconds of load after the warm-up
+    and before the first fault (a mutant round with no faults needs some); rate: requests/s per
+    worker (default BURST / TICK), set by spacing the bursts."""
+    tick = TICK if rate is None else BURST / rate
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     cfg = build_config(run_dir, openflow_port)
-    faults = schedule(repeats, quick)
+    keys = key_ids(cfg)
+    faults = schedule(repeats, quick) if faults is None else faults
     t_start = time.monotonic()
     events: list[dict] = []
     campaign_history = History()
     final: dict[bytes, bytes | None] = {}
-    with EmulatedCluster(cfg, run_dir) as cl:
+    with EmulatedCluster(cfg, run_dir, node_faults=node_faults(cfg, mutant)) as cl:
         links = Links(cl, list(WORKERS), {c: run_dir / f"impair-{c}.json" for c in WORKERS})
         links.use_netem = Links.netem_available(cl, WORKERS[0])
-        with cl.client("client2", history=campaign_history, history_name="campaign", retries=12) as c:
-            for i in range(N_KEYS):
+        with cl.client(CAMPAIGN_CLIENT, history=campaign_history, history_name="campaign",
+                       retries=12) as c:
+            for i in keys:
                 c.set(chaos_key(i), b"initial:%d" % i)
-        procs = start_workers(cl, run_dir, rate)
+        procs = start_workers(cl, run_dir, keys, tick)
         try:
-            warm = 6.0 if quick else 10.0
-            progress(f"chaos: warm-up {warm:g} s (caches fill), then {len(faults)} faults")
-            time.sleep(warm)
+            warm = 15.0 if quick else 20.0
+            # The first fault needs a throughput baseline before it.
+            load = max(load_s, BASELINE_S) if faults else load_s
+            progress(f"chaos: warm-up (until each of the {len(keys)} keys was cached, at most {warm:g} s), "
+                     f"then {load:g} s of load and {len(faults)} faults")
+            warmup_s, cached = wait_cached(cl, [chaos_key(i) for i in keys], warm)
+            time.sleep(load)
             for n, f in enumerate(faults, 1):
                 progress(f"chaos: [{n}/{len(faults)}] {f.kind} {f.target} ...")
                 ev = run_fault(f, cl, links)
@@ -116,10 +188,12 @@ def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port
                 time.sleep(f.settle_s)
         finally:
             links.clear()
+            workers_stop_ns = now_ns()
             stop_workers(procs)
         # Every fault healed and every worker stopped: these reads see the final state.
-        with cl.client("client2", history=campaign_history, history_name="campaign", retries=12) as c:
-            for i in range(N_KEYS):
+        with cl.client(CAMPAIGN_CLIENT, history=campaign_history, history_name="campaign",
+                       retries=12) as c:
+            for i in keys:
                 final[chaos_key(i)] = c.get(chaos_key(i))
         node_stats = cl.stubs.node_stats()
         ctl_stats = cl.stubs.controller_stats()
@@ -127,31 +201,55 @@ def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port
     progress("chaos: checking histories ...")
     ops = History.merge([History.load(run_dir / f"history-{n}.jsonl")
                          for n in (*WORKERS, "campaign")])
-    result = summarize(ops, events, final, node_stats, ctl_stats, links.use_netem)
+    result = summarize(ops, events, final, node_stats, ctl_stats, links.use_netem, workers_stop_ns)
     result["duration_s"] = round(time.monotonic() - t_start, 1)
     result["repeats"] = repeats
+    result["mutant"] = mutant
+    result["node_faults"] = node_faults(cfg, mutant)
+    result["keys"] = [chaos_key(i) for i in keys]
+    result["warmup_s"] = round(warmup_s, 2)
+    result["keys_seen_cached_in_warmup"] = cached
+    result["workload"] = {"workers": len(WORKERS), "burst": BURST, "tick_s": tick,
+                          "offered_per_s": round(len(WORKERS) * BURST / tick)}
+    result["exit_status"] = exit_status(result)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=_hex))
-    shutil.copy(run_dir / "history-campaign.jsonl", out.with_name("chaos-history-campaign.jsonl"))
+    shutil.copy(run_dir / "history-campaign.jsonl", out.with_name(out.stem + "-history-campaign.jsonl"))
     return result
 
 
-def summarize(ops, events, final, node_stats, ctl_stats, netem: bool) -> dict:
+def summarize(ops, events, final, node_stats, ctl_stats, netem: bool,
+              end_ns: Optional[int] = None) -> dict:
     op_dicts = [o if isinstance(o, dict) else o.as_dict() for o in ops]
+    t_check = time.monotonic()
     check = linearizability.check_history(op_dicts)
+    check_s = time.monotonic() - t_check
     lost = metrics.lost_acked_writes(op_dicts, final)
     counts = metrics.outcome_counts(op_dicts)
     ok_times = metrics.ok_completions(op_dicts)
     recovery: dict[str, list] = {}
-    for ev in events:
+    from_inject: dict[str, list] = {}
+    depth: dict[str, list] = {}
+    length: dict[str, list] = {}
+    for n, ev in enumerate(events):
+        # Each fault is judged up to the next injection (or the end of the load): what comes
+        # after belongs to the next fault.
+        until = events[n + 1]["inject_ns"] if n + 1 < len(events) else end_ns
+        base_from = ev["inject_ns"] - int(BASELINE_S * 1e9)
         ref = ev["inject_ns"] if ev["kind"] == "kill_cache" else ev["heal_ns"]
-        ev["throughput_recovery_s"] = metrics.recovery_s(ok_times, ref, ev["inject_ns"] - 3_000_000_000)
+        ev["throughput_recovery_s"] = metrics.recovery_s(
+            ok_times, ref, base_from, baseline_to_ns=ev["inject_ns"], end_ns=until)
+        d = metrics.dip(ok_times, ev["inject_ns"], ev["heal_ns"], base_from, end_ns=until)
+        ev.update(d)
         if ev["kind"] == "kill_ctl":
             # Forwarding never depends on the controller; what comes back is rule updates.
             value = ev.get("programmed_s")
         else:
             value = ev["throughput_recovery_s"]
         recovery.setdefault(ev["kind"], []).append(None if value is None else round(value, 3))
+        from_inject.setdefault(ev["kind"], []).append(d["recovery_from_inject_s"])
+        depth.setdefault(ev["kind"], []).append(d["depth"])
+        length.setdefault(ev["kind"], []).append(d["length_s"])
         in_window = [o for o in op_dicts
                      if ev["inject_ns"] <= o["invoke_ns"] <= ev["heal_ns"] + 2_000_000_000]
         ev["ops_in_window"] = len(in_window)
@@ -162,6 +260,8 @@ def summarize(ops, events, final, node_stats, ctl_stats, netem: bool) -> dict:
         for k, v in ev.items():
             if isinstance(v, float):
                 ev[k] = round(v, 3)
+    per_key = check.results
+    cache_hits = sum(s.get("hits", 0) for n, s in node_stats.items() if n.startswith("cache"))
     return {
         "ops": len(op_dicts),
         "histories_checked": check.keys_checked,
@@ -169,11 +269,25 @@ def summarize(ops, events, final, node_stats, ctl_stats, netem: bool) -> dict:
         "lost_acked_writes": len(lost),
         "unknown_outcomes": counts["unknown"],
         "recovery_s": recovery,
+        "recovery_from_inject_s": from_inject,
+        "dip_depth": depth,
+        "dip_length_s": length,
+        "recovered_all": all(v is not None for vs in from_inject.values() for v in vs),
+        "overlap_share": metrics.overlap_share(op_dicts),
+        "concurrency": metrics.concurrency(op_dicts),
         "client_errors_after_retry": counts["fail"] + counts["unknown"],
         "failed_ops": counts["fail"],
+        "get_ops": sum(o["op"] == "get" for o in op_dicts),
+        "cache_hits": cache_hits,
         "checker": {"budget_exceeded": len(check.budget_exceeded),
                     "budget_exceeded_detail": check.budget_exceeded[:5],
-                    "violations": check.violations[:5]},
+                    "violations": check.violations[:5],
+                    "max_steps": linearizability.DEFAULT_MAX_STEPS,
+                    "time_budget_s": linearizability.DEFAULT_TIME_BUDGET_S,
+                    "key_steps_max": max((r.steps for r in per_key), default=0),
+                    "key_elapsed_s_max": round(max((r.elapsed_s for r in per_key), default=0.0), 3),
+                    "key_ops_max": max((r.ops for r in per_key), default=0),
+                    "elapsed_s": round(check_s, 2)},
         "lost_acked_writes_detail": lost[:10],
         "link_faults_via": "tc netem" if netem else "client-side shim (kernel has no sch_netem)",
         "events": events,
@@ -182,8 +296,18 @@ def summarize(ops, events, final, node_stats, ctl_stats, netem: bool) -> dict:
     }
 
 
+def exit_status(r: dict) -> int:
+    """0 pass, 1 fail, 3 undecided keys (see the module docstring)."""
+    if r["checker"]["budget_exceeded"]:
+        return linearizability.EXIT_UNDECIDED
+    if r.get("mutant"):
+        return 0 if r["linearizability_violations"] >= 1 else 1
+    return 0 if r["linearizability_violations"] == 0 and r["lost_acked_writes"] == 0 else 1
+
+
 _COUNTERS = {"malformed_dropped", "duplicate_writes", "txns_recovered", "resolver_resolved",
-             "writes_propagated", "hits", "forwarded_misses", "resets", "errors"}
+             "writes_propagated", "hits", "forwarded_misses", "resets", "errors", "prepares",
+             "commits", "aborts"}
 
 
 def _hex(v):
@@ -195,30 +319,59 @@ def _hex(v):
 def print_table(r: dict) -> None:
     rows = [("ops", r["ops"]), ("histories checked (keys)", r["histories_checked"]),
             ("linearizability violations", r["linearizability_violations"]),
+            ("undecided keys (budget exceeded)", r["checker"]["budget_exceeded"]),
             ("lost acknowledged writes", r["lost_acked_writes"]),
             ("unknown outcomes", r["unknown_outcomes"]),
             ("client errors after retry", r["client_errors_after_retry"]),
+            ("overlap share", r["overlap_share"]),
+            ("ops open per key (mean / max)", f"{r['concurrency']['mean_open_max']} / "
+                                              f"{r['concurrency']['open_max']}"),
+            ("checker: max steps / s per key", f"{r['checker']['key_steps_max']} / "
+                                               f"{r['checker']['key_elapsed_s_max']}"),
             ("link faults via", r["link_faults_via"])]
+    if r.get("mutant"):
+        rows.insert(0, ("mutant", r["mutant"]))
     for kind, vals in r["recovery_s"].items():
         shown = ", ".join("-" if v is None else f"{v:.2f}" for v in vals)
         rows.append((f"recovery_s {kind}", shown))
+    for kind in r["recovery_from_inject_s"]:
+        shown = ", ".join(
+            f"{_f(a)} s (depth {_f(d)}, {_f(n)} s below)" for a, d, n in
+            zip(r["recovery_from_inject_s"][kind], r["dip_depth"][kind], r["dip_length_s"][kind]))
+        rows.append((f"from injection {kind}", shown))
     w = max(len(k) for k, _ in rows)
     print("\n".join(f"  {k:<{w}}  {v}" for k, v in rows))
 
 
+def _f(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=REPO / "results" / "chaos.json")
+    ap.add_argument("--out", type=Path)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="shorter holds and settles (the make test version)")
     ap.add_argument("--openflow-port", type=int, default=6667)
-    ap.add_argument("--rate", type=float, default=150.0, help="requests/s per worker")
+    ap.add_argument("--mutant", choices=sorted(MUTANTS),
+                    help="run against this mutant test build (docs/chaos.md); default out: "
+                         "results/chaos-mutant-NAME.json")
+    ap.add_argument("--rate", type=float,
+                    help=f"requests/s per worker (default {BURST / TICK:g}: {BURST} every {TICK:g} s)")
     a = ap.parse_args(argv)
+    out = a.out or REPO / "results" / (f"chaos-mutant-{a.mutant}.json" if a.mutant else "chaos.json")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    r = run_campaign(a.out, a.repeats, a.quick, a.openflow_port, rate=a.rate)
+    r = run_campaign(out, a.repeats, a.quick, a.openflow_port, mutant=a.mutant, rate=a.rate)
     print_table(r)
-    print(f"wrote {a.out}")
-    return 0 if r["linearizability_violations"] == 0 and r["lost_acked_writes"] == 0 else 1
+    print(f"wrote {out}")
+    status = r["exit_status"]
+    if status == linearizability.EXIT_UNDECIDED:
+        print("chaos: FAIL: the checker left keys undecided (budget exceeded)", file=sys.stderr)
+    elif status and a.mutant:
+        print(f"chaos: FAIL: mutant {a.mutant} not caught (no violation)", file=sys.stderr)
+    elif status:
+        print("chaos: FAIL: linearizability violation or lost acknowledged write", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

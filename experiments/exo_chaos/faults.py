@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from exoskeleton.impair import Impairment
+from exo_harness.impair import Impairment
 
 log = logging.getLogger("exo.chaos")
 
@@ -33,7 +33,7 @@ def now_ns() -> int:
 @dataclass
 class Links:
     """Applies an Impairment to the client links: tc netem on the Mininet interfaces where the
-    kernel has sch_netem, else the workers' own shim (exoskeleton.impair) via their impair files."""
+    kernel has sch_netem, else the workers' own shim (exo_harness.impair) via their impair files."""
     cluster: object
     clients: list[str]
     impair_files: dict[str, Path]

@@ -2,6 +2,7 @@
 
     python -m exo_chaos.linearizability HISTORY.jsonl [HISTORY.jsonl ...]  # exit 0/1/3
     python -m exo_chaos.linearizability --self-test
+    python -m exo_chaos.linearizability --cost         # steps vs concurrency (budget sizing)
 
     from exo_chaos.linearizability import check_history
     r = check_history(ops, initial={b"k": b"v0"})   # ops: dicts / History ops, any keys
@@ -770,6 +771,38 @@ def self_test(out=print) -> int:
     return 1 if bad else 0
 
 
+def cost_curve(clients=(4, 8, 12, 16, 20), n_ops: int = 3000, seeds=(1, 2), out=print,
+               max_steps: int = DEFAULT_MAX_STEPS) -> list[dict]:
+    """How the search's cost grows with concurrency: linearizable one-key histories of n_ops
+    (simulate(), no unknown or failed ops) from more and more clients, each with one op at a
+    time lasting 0.05-1.5 s with 0.3 s mean gaps, so about 0.7 x clients ops are open at once.
+    Prints and returns steps and seconds per history."""
+    rows = [("clients", "seed", "mean open", "verdict", "steps", "time_s")]
+    res = []
+    for c in clients:
+        for seed in seeds:
+            ops = simulate(seed, n_ops=n_ops, n_clients=c, keys=(b"k",), p_unknown=0.0, p_fail=0.0)
+            r = check_history(ops, max_steps=max_steps).results[0]
+            res.append({"clients": c, "seed": seed, "mean_open": round(_mean_open(ops), 2),
+                        "verdict": r.verdict, "steps": r.steps, "elapsed_s": round(r.elapsed_s, 2)})
+            rows.append((str(c), str(seed), f"{res[-1]['mean_open']:.1f}", r.verdict, str(r.steps),
+                         f"{r.elapsed_s:.2f}"))
+    out(_format_table(rows, right=(0, 1, 2, 4, 5)))
+    out(f"(max_steps {max_steps}: the default per-key budget)")
+    return res
+
+
+def _mean_open(ops: list[dict]) -> float:
+    """Mean number of operations (including itself) open when an operation is invoked."""
+    ev = sorted([(o["invoke_ns"], 1) for o in ops] + [(o["complete_ns"] + 1, -1) for o in ops])
+    cur, seen = 0, []
+    for _, d in ev:
+        cur += d
+        if d == 1:
+            seen.append(cur)
+    return sum(seen) / max(1, len(seen))
+
+
 # ---------------------------------------------------------------------------------------------
 # CLI
 
@@ -783,6 +816,8 @@ def main(argv=None) -> int:
     ap.add_argument("histories", nargs="*", type=Path, help="history files, merged")
     ap.add_argument("--self-test", action="store_true",
                     help="check built-in known-good and known-bad histories and print a table")
+    ap.add_argument("--cost", action="store_true",
+                    help="print how the search's cost grows with concurrency (cost_curve)")
     ap.add_argument("--initial", type=Path,
                     help='JSON object of preloaded values: {"<key hex>": "<value hex>" | null}')
     ap.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="per key")
@@ -792,6 +827,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.self_test:
         return self_test()
+    if a.cost:
+        cost_curve(max_steps=a.max_steps)
+        return 0
     if not a.histories:
         ap.error("give history files, or --self-test")
     from exoskeleton.history import History
