@@ -256,6 +256,14 @@ def _trailing_same_side(runs: Sequence[Measurement], L: float) -> int:
     return k
 
 
+def _wrong_runs(runs: Sequence[Measurement], L: float, est: Optional[float], raw: Optional[float], up: bool) -> int:
+    """How many runs have shown the model wrong, for the size of the next step: the runs at or
+    beyond where it points; while it puts some run on the wrong side of L (est None), at least
+    the latest runs that all fell on the same side."""
+    beyond = sum(1 for m in runs if raw is None or (m.offered_rps >= raw if up else m.offered_rps <= raw))
+    return beyond if est is not None else max(beyond, _trailing_same_side(runs, L) - 1)
+
+
 def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> Optional[float]:
     """The offered rate to try next for loss L, or None when going on is pointless."""
     L = max_loss
@@ -289,8 +297,7 @@ def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> 
     if lo is not None:  # every run so far is at or under L: go up (trusting the model up to 5x)
         if est is not None and est > lo.offered_rps:
             return min(max(est, (1 + STEP) * lo.offered_rps), 5.0 * lo.offered_rps)
-        # runs the model has been wrong about, or at least the latest runs that all fell short
-        wrong = max(sum(1 for m in runs if raw is None or m.offered_rps >= raw), _trailing_same_side(runs, L) - 1)
+        wrong = _wrong_runs(runs, L, est, raw, up=True)
         return (1 + min(0.5, STEP * 3 ** max(0, wrong - 1))) * lo.offered_rps
     ordered = sorted(runs, key=lambda m: m.offered_rps)  # every run lost more than L: go down
     low = ordered[0]
@@ -299,7 +306,7 @@ def next_rate(runs: Sequence[Measurement], max_loss: float, min_rate: float) -> 
         return None  # the loss is not the targets' overload: a lower rate will not remove it
     if est is not None and est < low.offered_rps:
         return max(min(est, (1 - STEP) * low.offered_rps), min_rate)
-    wrong = max(sum(1 for m in runs if raw is None or m.offered_rps <= raw), _trailing_same_side(runs, L) - 1)
+    wrong = _wrong_runs(runs, L, est, raw, up=False)
     return max((1 - min(0.5, STEP * 3 ** max(0, wrong - 1))) * low.offered_rps, min_rate)
 
 

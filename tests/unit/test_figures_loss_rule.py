@@ -3,7 +3,7 @@ exactly L from two measured runs that bracket L (or one run in [0.9 L, L]), and 
 finds such runs, on synthetic clusters whose exact answer is known; and the inputs it must refuse."""
 import pytest
 
-from exo_figures.throughput import (Measurement, find_throughput, point_at_loss, search_losses)
+from exo_figures.throughput import (Measurement, find_throughput, next_rate, point_at_loss, search_losses)
 
 CAP = 1000.0
 
@@ -199,3 +199,14 @@ def test_a_stall_in_the_probe_does_not_stall_the_search():
         p = s.points[L]
         assert p.met_loss_rule, p.why
         assert p.throughput_rps == pytest.approx(_rate_at(L, 1.04, 0.0002, 0) * (1 - L), rel=0.05)
+
+
+def test_runs_for_the_other_rule_do_not_inflate_the_step():
+    """A QUICK run's no-cache uniform runs: six runs all under 5% (most made for the 0.1% rule),
+    the fitted model pointing just under the last. The next 5% run is one small step up (as
+    8,723 req/s then found the point), not the +50% a count of all runs under 5% gave."""
+    names = [f"db{i}" for i in range(32)]
+    shares, caps = {n: 1 / 32 for n in names}, {n: 250.0 for n in names}
+    runs = [Measurement(o, o * (1 - l), l, shares, caps)
+            for o, l in ((2800, 0), (6975, 0), (7569, 0.0019), (7266, 0.0002), (8385, 0.031), (8552, 0.043))]
+    assert next_rate(runs, 0.05, 280) == pytest.approx(8552 * 1.02)
