@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD:-build-sanitize}
 TESTS=(proto/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests
-       db-node/db_coordinator_tests
+       db-node/db_coordinator_tests db-node/db_coordinator_model_tests
        emulator/wimpy_emulator_tests emulator/loadgen_tests emulator/emulator_tests)
 # path:short-run seconds
 FUZZERS=(

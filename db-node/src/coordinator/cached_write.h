@@ -4,20 +4,24 @@
 // the Actions it returns (actions.h); it holds the key's stripe lock the whole time, so
 // nothing else of the key (another write, Fetch, Evict, ForgetCacheNode) runs in between.
 //
-//   kReceived ──arrived(pending)──> kSettling ──settled(delivered)──┐   settled(untracked)
-//      │ arrived(none)                 │ settled(undelivered)        │   -> kUncached
-//      v                               v                             │
-//   kPreparingLocally <────────────────┴── (BUSY: kRefused) <────────┘
-//      │ local_prepared(ok)            local_prepared(failed) -> kRefused (ERROR)
-//      v
-//   kPrepareSent ──prepare_replied(failed)──> kAborted (BUSY; Abort to the resolver)
-//      │ prepared                    │ not cached
-//      v                             v
-//   kCommittingPrepared        kCommittingNotCached ──committed──> kDone (untrack the key)
-//      │ committed   └─failed─> kAborted (ERROR)   └─failed─> kRefused (ERROR)
-//      v
-//   kCommitSent ──finish_replied(done | not cached | refused)──> kDone
-//               └─finish_replied(unreachable)──> kDeferred (OK; Commit to the resolver)
+//   state                  event                              next                       reply
+//   received               arrived, no earlier decision       preparing-locally
+//                          arrived, an earlier decision       settling
+//   settling               settled: all delivered             preparing-locally
+//                          settled: delivered, key untracked  uncached (handed back)
+//                          settled: one undelivered           refused                    BUSY
+//   preparing-locally      local_prepared: ok                 prepare-sent
+//                          local_prepared: failed             refused                    ERROR
+//   prepare-sent           prepare_replied: prepared          committing-prepared
+//                          prepare_replied: not cached        committing-not-cached
+//                          prepare_replied: failed            aborted (Abort queued)     BUSY
+//   committing-prepared    local_committed: ok                commit-sent
+//                          local_committed: failed            aborted (Abort queued)     ERROR
+//   committing-not-cached  local_committed: ok                done (key untracked)       OK
+//                          local_committed: failed            refused                    ERROR
+//   commit-sent            finish_replied: definitive         done                       OK
+//                          finish_replied: unreachable        deferred (Commit queued)   OK
+// Every transition with its actions: the written table in tests/coordinator_write_test.cc.
 //
 // Replies: OK only once the local commit succeeded, and then the cache node has the write
 // committed, or holds the key pending with this txid (it forwards every GET here until the

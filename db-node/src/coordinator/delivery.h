@@ -2,11 +2,14 @@
 // pure state machine; the resolver (resolver.cc) is its shell, and the DecisionBook holds the
 // decisions between attempts. Each attempt runs under the key's stripe lock.
 //
-//   kQueued ──attempt──> kSent ──finish_replied(unreachable)──> kQueued (node down this round)
-//      │                   └─finish_replied(done | not cached | refused)──> kTidying
-//      │ forget                 kTidying ──txlog_deleted(ok)──> kDelivered
-//      v                                 └─txlog_deleted(failed)──> kQueued
-//   kDropped
+//   state     event                                        next
+//   queued    attempt                                      sent (Commit or Abort RPC)
+//             forget (ForgetCacheNode)                     dropped (record deleted, best effort)
+//   sent      finish_replied: done, not cached, refused    tidying (record deleted)
+//             finish_replied: unreachable                  queued (node down this round)
+//   tidying   txlog_deleted: ok                            delivered (out of the book)
+//             txlog_deleted: failed                        queued
+// Every transition with its actions: tests/coordinator_delivery_test.cc.
 //
 // A definitive answer (ok, cached=false, or a refusal: nothing of that txid is pending there)
 // ends the decision once its txlog record is deleted. The record goes before the book entry:
