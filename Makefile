@@ -60,9 +60,11 @@ figures: build
 	@mkdir -p results
 	@$(PY) -m exo_figures $(if $(QUICK),--quick) --out results
 	@$(PY) -m exo_sim $(if $(QUICK),--quick) --out results/sim
+	@$(PY) -m exo_testbed.compare --mininet results --sim results/sim --out results/compare
 
 sim: deps
 	@$(PY) -m exo_sim $(if $(QUICK),--quick) --out results/sim
+	@$(PY) -m exo_testbed.compare --mininet results --sim results/sim --out results/compare
 
 clean:
 	rm -rf $(BUILD) results run

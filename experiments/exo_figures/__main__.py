@@ -3,19 +3,18 @@ cluster of emulated wimpies; writes results/fig4_N.json + .png and prints ours v
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
+from exo_testbed.ideal import ideal_rps, top_share
+from exo_testbed.scale import Scale
 from exo_topo.cluster import EmulatedCluster
 
 from . import bench_cluster, documents
 from .dynamic_fig import run_dynamic
-from .ideal import ideal_rps, top_share
-from .plots import PLOTS
+from .publish import publish
 from .runner import ensure_dir
-from .scale import Scale
 from .static_figs import run_static
 
 # max_runs: runs per static configuration for both loss rules together (static_figs.LOSS_RULES), of
@@ -77,23 +76,9 @@ def main(argv=None) -> int:
             dyn = run_dynamic(cl, scale, rate, plan["swaps"], raw, 0.99, progress)
         docs["fig4_4"] = documents.fig4_4(dyn, scale, args.quick)
 
-    for name, d in docs.items():
-        if name not in only:
-            continue
-        (out / f"{name}.json").write_text(json.dumps(d, indent=1))
-        PLOTS[name](d, out / f"{name}.png")
+    publish({k: v for k, v in docs.items() if k in only}, out, scale, time.monotonic() - t0)
+    for name in sorted(only & set(docs)):
         progress(f"wrote {out / name}.json and .png")
-    rows = documents.table({k: v for k, v in docs.items() if k in only})
-    (out / "figures-summary.json").write_text(json.dumps(
-        {"scale": scale.as_json(),
-         "rows": [{"what": r[0], "thesis": r[1], "ours": r[2], "target_met": None if r[3] == "-" else r[3],
-                   "target": None if r[4] == "-" else r[4]} for r in rows],
-         "elapsed_s": round(time.monotonic() - t0, 1)}, indent=1))
-    head = ("what", "thesis", "ours", "met", "target")
-    w = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
-    for r in [head, tuple("-" * x for x in w), *rows]:
-        print("  ".join(c.ljust(x) for c, x in zip(r, w)))
-    print(scale.label())
     return 0
 
 

@@ -21,7 +21,7 @@ from exo_common.config import ClusterConfig, parse_config
 from exo_topo.configgen import emulation_config_dict
 from exoproto import control_pb2 as pb
 
-from .scale import Scale
+from exo_testbed.scale import Scale
 
 FAST_RULES_PER_S = 5000.0  # "rules installed prior to the benchmark": not part of what is measured
 PARTITION_BITS = 10        # 1,024 Ruleset 3 rules: the thesis switch's TCAM size

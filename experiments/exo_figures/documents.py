@@ -4,22 +4,36 @@ from __future__ import annotations
 
 from typing import Optional
 
+from exo_testbed import record
+from exo_testbed.ideal import top_share
+from exo_testbed.recovery import criteria_text
+from exo_testbed.scale import Scale
+from exo_testbed.thesis import THESIS_CLAIMS
+
 from . import targets
-from .ideal import top_share
 from .keys import alpha_key
-from .recovery import criteria_text
-from .scale import Scale
 from .throughput import rule_text
 
-THESIS_CLAIMS = {  # what Chapter 4's text states (the figures' data are not in the text)
-    "gain_0.995": 5.0,           # "increases cluster throughput by almost 5x"
-    "cache_bound_entries": 15000,  # "when our cache contains 15,000 entries ... wimpy nodes underutilized"
-    "recovery_s_mean": 2.5,      # Figure 4.4 caption
-}
 TARGETS = {"min_utilisation_cache_alpha_ge_0.99": targets.TARGETS["min_utilisation_cache_alpha_ge_0.99"],
            "recovery_s_mean_lt": targets.TARGETS["recovery_s_strict_mean_lt"],
            "gain_strict_0.995_min": targets.TARGETS["gain_strict_min"]}
 RULES = ("0.05", "0.001")
+
+
+RECORD_SYSTEMS = {"no_cache": "no_cache", "cache": "cache_1000"}   # record system -> static kind
+
+
+def _head(scale: Scale, figure: str, rules=RULES) -> dict:
+    return record.header(figure, "mininet", scale.testbed(), list(rules))
+
+
+def _both(static: dict) -> list[str]:
+    """Alpha keys measured with and without the cache, in run order."""
+    return [a for a in static["cache_1000"] if a in static["no_cache"]]
+
+
+def _at(p: dict, rule: str, field: str):
+    return p["at_loss"][rule].get(field) if rule in p.get("at_loss", {}) else None
 
 
 def _base(scale: Scale, quick: bool) -> dict:
@@ -39,6 +53,9 @@ def fig4_1(static: dict, scale: Scale, quick: bool) -> dict:
     d["min_utilisation_cache_alpha_ge_0.99"] = min(hot) if hot else None
     d["target_min_utilisation"] = TARGETS["min_utilisation_cache_alpha_ge_0.99"]
     d["target_min_utilisation_check"] = targets.min_utilisation_target(mins)
+    alphas = _both(static)
+    d["testbed"] = record.fig4_1(_head(scale, "fig4_1"), alphas, 1000, "0.05", {
+        name: {a: static[kind][a]["node_utilisation_sorted"] for a in alphas} for name, kind in RECORD_SYSTEMS.items()})
     return d
 
 
@@ -93,6 +110,14 @@ def fig4_2(static: dict, scale: Scale, quick: bool) -> dict:
             "ideal_gain": d["ideal_gain"].get(a), "gain_zero_loss_model": z.get(a), "model_gain_zero_loss": z.get(a),
             "gain_strict": d["gain_strict"].get(a), "limit": lim["summary"], "limits": lim}
     d["target_gain_strict"] = targets.gain_strict_target(static, scale, d["gain_strict"])
+    alphas = _both(static)
+    d["testbed"] = record.fig4_2(
+        _head(scale, "fig4_2"), alphas, 1000,
+        {name: {r: {a: _at(static[kind][a], r, "throughput_rps") for a in alphas} for r in RULES}
+         for name, kind in RECORD_SYSTEMS.items()},
+        {name: {r: {a: _at(static[kind][a], r, "loss") for a in alphas} for r in RULES}
+         for name, kind in RECORD_SYSTEMS.items()},
+        ideal)
     return d
 
 
@@ -120,6 +145,9 @@ def fig4_3(static: dict, scale: Scale, quick: bool) -> dict:
     d["best_entries_measured_strict"] = (int(max(strict, key=lambda s: pts[s]["throughput_strict_rps"]))
                                          if strict else None)
     d["thesis_cache_bound_entries"] = THESIS_CLAIMS["cache_bound_entries"]
+    d["testbed"] = record.fig4_3(_head(scale, "fig4_3"), "0.99", [int(s) for s in sizes],
+                                 {r: {s: _at(pts[s], r, "throughput_rps") for s in sizes} for r in RULES},
+                                 {r: {s: _at(pts[s], r, "loss") for s in sizes} for r in RULES}, ideal)
     return d
 
 
@@ -135,6 +163,8 @@ def fig4_4(dyn: dict, scale: Scale, quick: bool) -> dict:
     d["thesis_recovery_s_mean"] = THESIS_CLAIMS["recovery_s_mean"]
     d["target_recovery_s_mean"] = TARGETS["recovery_s_mean_lt"]
     d["target_recovery"] = targets.recovery_target(dyn)
+    d["testbed"] = record.fig4_4(_head(scale, "fig4_4", ()), dyn["bin_s"], dyn.get("offered_rps"), 1000,
+                                 dyn["swap_at_s"], dyn["t"], dyn["answered_rps"], dyn.get("from_cache_rps"))
     return d
 
 

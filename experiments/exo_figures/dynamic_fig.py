@@ -11,11 +11,12 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from exo_testbed.recovery import summarise, swap_recoveries
+from exo_testbed.scale import Scale
+from exo_testbed.thesis import THESIS
 from exo_topo.switch_audit import RuleAudit, audit_problems, summary
 
-from .recovery import summarise, swap_recoveries
 from .runner import Workload, loadgen_cmd, run_loadgen
-from .scale import THESIS, Scale
 
 BIN_MS = 100
 

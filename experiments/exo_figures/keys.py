@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import subprocess
 
-from exo_sim.common import alpha_key  # noqa: F401  (one definition for both result sets)
+from exo_testbed.record import alpha_key  # noqa: F401  (one definition for both result sets)
 
 from .runner import LOADGEN
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .scale import Scale
+from exo_testbed.scale import Scale
 from .throughput import Measurement
 
 LOADGEN = "emulator/exo-loadgen"  # relative to the build dir

@@ -12,6 +12,10 @@ from pathlib import Path
 import numpy as np
 from exo_common.config import CacheFillSection, HotKeysSection, SwitchSection
 
+from exo_testbed import record
+from exo_testbed.record import alpha_key  # noqa: F401  (one definition for both result sets)
+from exo_testbed.thesis import THESIS
+
 from .throughput import Cluster
 
 _T0 = time.monotonic()
@@ -28,10 +32,10 @@ class Scale:
     capacity is `cache_ratio` x all db nodes together; 1.0 by default, which puts the fig 4.3
     knee between 10,000 and 15,000 entries at alpha 0.99 as in the thesis (at 1.0 the cache
     becomes the bottleneck once h/(1-h) > 1, h the cached share: h(10k) = 0.49, h(15k) = 0.51)."""
-    nodes: int = 32
-    node_rps: float = 72_200.0
+    nodes: int = THESIS["db_nodes"]
+    node_rps: float = float(THESIS["node_rps"])
     cache_ratio: float = 1.0
-    n_keys: int = 100_000_000
+    n_keys: int = THESIS["keys"]
     R: float = field(default_factory=lambda: SwitchSection().rule_update_rate)
     C: int = 1112            # Ruleset 2 capacity: 1,000 selectable + the 10% fast-add buffer
     factor: float = 1.0      # 1.0: thesis scale, nothing scaled down
@@ -42,6 +46,10 @@ class Scale:
 
     def cluster(self) -> Cluster:
         return Cluster(np.full(self.nodes, self.node_rps), self.cache_rps)
+
+    def testbed(self) -> dict:
+        """This scale as the test bed's record (exo_testbed.record.scale_record)."""
+        return record.scale_record(self.nodes, self.node_rps, self.cache_rps, self.n_keys, self.R, self.factor)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -93,9 +101,3 @@ def _json_default(o):
     if isinstance(o, (np.floating, np.integer)):
         return o.item()
     raise TypeError(f"not JSON serialisable: {type(o)}")
-
-
-def alpha_key(alpha: float) -> str:
-    """The JSON key of an alpha: "uniform" for 0, else its shortest form ("0.99", "0.995").
-    The Mininet figures (exo_figures) use this same function, so both results key alike."""
-    return "uniform" if alpha == 0 else f"{alpha:g}"

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 from exo_common.config import SwitchSection
+from exo_testbed import record
+from exo_testbed.loss_rules import rule_key
 
 from .baselines import NOTES, SYSTEMS, WITH_IDEAL
 from .common import MODEL_NOTES, Scale, alpha_key, fill_defaults, progress
@@ -42,6 +44,20 @@ class Context:
                 "cache_fill": fill_defaults()["cache_fill"]}
 
 
+# The record's systems (exo_testbed.record.SYSTEMS) and rule keys, from this model's names.
+SYSTEM_OF_RECORD = {"no_cache": "no_cache", "cache": "exoskeleton"}
+RECORD_RULE = {name: rule_key(ml) for name, ml in LOSS_RULES.items()}
+
+
+def _head(ctx: Context, figure: str) -> dict:
+    return record.header(figure, "simulator", ctx.scale.testbed(), list(RECORD_RULE.values()))
+
+
+def _by_rule(per_rule: dict, keys: list[str]) -> dict:
+    """{loss5: [v per key]} -> {"0.05": {key: v}}, the record's shape."""
+    return {RECORD_RULE[r]: dict(zip(keys, (float(v) for v in vals))) for r, vals in per_rule.items()}
+
+
 def _summary(pt, cluster) -> dict:
     return {k: round(v, 6) for k, v in pt.as_dict(cluster).items()}
 
@@ -59,9 +75,13 @@ def fig4_1(ctx: Context, k: int = 1000) -> dict:
         summary[key]["held"] = ev["held"]
         summary[key]["cache_share"] = ev["hit"]
         summary[key]["tail_rel_std"] = m.describe()["tail_rel_std"]
+    alphas = [alpha_key(a) for a in FIG41_ALPHAS]
+    util = {name: {a: np.asarray(per_node[a][s]["loss5"]) / ctx.scale.node_rps for a in alphas}
+            for name, s in SYSTEM_OF_RECORD.items()}
     return {"figure": "4.1", "title": "Throughput of each db node, nodes sorted by throughput",
-            "cache_entries": k, "alphas": [alpha_key(a) for a in FIG41_ALPHAS],
+            "cache_entries": k, "alphas": alphas,
             "per_node": per_node, "summary": summary,
+            "testbed": record.fig4_1(_head(ctx, "fig4_1"), alphas, k, RECORD_RULE["loss5"], util),
             "model": ctx.model_info(["per_node: each db node's answered requests/s at the system's "
                                      "throughput-rule offered rate, highest first"])}
 
@@ -70,6 +90,7 @@ def fig4_2(ctx: Context, k: int = 1000) -> dict:
     """Cluster throughput vs alpha: with the cache, without, the baselines and the ideal."""
     alphas = QUICK_FIG42_ALPHAS if ctx.quick else FIG42_ALPHAS
     series = {s: {r: [] for r in LOSS_RULES} for s in WITH_IDEAL}
+    loss = {s: {r: [] for r in LOSS_RULES} for s in WITH_IDEAL}
     db_part = {r: [] for r in LOSS_RULES}
     share, held = [], []
     for a in alphas:
@@ -78,6 +99,7 @@ def fig4_2(ctx: Context, k: int = 1000) -> dict:
         for s in WITH_IDEAL:
             for r in LOSS_RULES:
                 series[s][r].append(ev[s][r].answered)
+                loss[s][r].append(ev[s][r].loss)
         for r in LOSS_RULES:
             db_part[r].append(float(ev["exoskeleton"][r].db_answered.sum()))
         share.append(ev["hit"])
@@ -97,6 +119,11 @@ def fig4_2(ctx: Context, k: int = 1000) -> dict:
             "cache_answers_more_than_db_nodes": [key for i, key in enumerate(keys)
                                                  if cache_part["loss5"][i] > db_part["loss5"][i]],
             "ring_placement": ring,
+            "testbed": record.fig4_2(
+                _head(ctx, "fig4_2"), keys, k,
+                {name: _by_rule(series[s], keys) for name, s in SYSTEM_OF_RECORD.items()},
+                {name: _by_rule(loss[s], keys) for name, s in SYSTEM_OF_RECORD.items()},
+                dict(zip(keys, series["ideal"]["loss0"]))),
             "model": ctx.model_info(["gain: Exoskeleton / no cache under the 5% loss rule; gain_loss0 under 0%",
                                      "ring_placement: the same with the controller's partition table at the "
                                      "config defaults (uneven slot counts cap every system alike)"])}
@@ -143,6 +170,11 @@ def fig4_3(ctx: Context, alpha: float = 0.99) -> dict:
             "sizes": sizes, "series": series, "fine_sizes": fine, "fine_series": fine_series,
             "cache_share": [rows[k]["hit"] for k in fine], "held": [rows[k]["held"] for k in fine],
             "exoskeleton_cache_util": util, "exoskeleton_db_util_min": db_min, "knee": knee,
+            "testbed": record.fig4_3(_head(ctx, "fig4_3"), alpha_key(alpha), sizes,
+                                     _by_rule(series["exoskeleton"], [str(s) for s in sizes]),
+                                     _by_rule({r: [rows[s]["exoskeleton"][r].loss for s in sizes] for r in LOSS_RULES},
+                                              [str(s) for s in sizes]),
+                                     {str(s): v for s, v in zip(sizes, series["ideal"]["loss0"])}),
             "model": ctx.model_info(["knee.best_size: the cache size with the highest Exoskeleton throughput; "
                                      "cache_bottleneck_from: the smallest size at which the cache node is at "
                                      "capacity at that throughput (bigger caches then starve the db nodes)"])}

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from exo_figures import bench_cluster, keys
-from exo_figures.ideal import top_share
+from exo_testbed.ideal import top_share
 from exo_figures.runner import Workload, measure
-from exo_figures.scale import Scale
+from exo_testbed.scale import Scale
 from exo_figures.throughput import find_throughput
 from exo_topo.cluster import EmulatedCluster
 

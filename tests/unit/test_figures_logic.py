@@ -5,8 +5,8 @@ test_figures_recovery.py."""
 import pytest
 
 from exo_figures import documents
-from exo_figures.recovery import recovery_times
-from exo_figures.scale import Scale
+from exo_testbed.recovery import recovery_times
+from exo_testbed.scale import Scale
 from exo_figures.throughput import Measurement, find_throughput, predicted_loss, rate_for_loss
 
 CAPS = {"a": 100.0, "b": 100.0, "c": 100.0}

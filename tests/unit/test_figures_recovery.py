@@ -1,11 +1,11 @@
-"""Recovery after a hot-set swap (experiments/exo_figures/recovery.py) under both criteria, and
+"""Recovery after a hot-set swap (experiments/exo_testbed/recovery.py) under both criteria, and
 the Figure 4.4 target (targets.recovery_target): synthetic series with known answers, including
 the inputs the target must reject."""
 import pytest
 
 from exo_figures import documents, targets
-from exo_figures.recovery import recovery_times, summarise, swap_recoveries
-from exo_figures.scale import Scale
+from exo_testbed.recovery import recovery_times, summarise, swap_recoveries
+from exo_testbed.scale import Scale
 
 BIN = 0.1
 

@@ -6,24 +6,15 @@ rates are scaled by one factor and every ratio that shapes the results is kept:
   * keys, key and value sizes, cache entries: unchanged (the Zipf sampler needs no table),
   * switch rule updates/s : hot-set change (50 rules/s against 50 keys every 50 s): unchanged,
     because neither is a request rate.
-`Scale.as_json()` is written into every results/fig4_N.json and onto every plot.
+`Scale.as_json()` is written into every results/fig4_N.json and onto every plot; the simulator
+(thesis scale, rate_factor 1) makes its own with exo_sim.common.Scale.testbed().
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-THESIS = {
-    "db_nodes": 32,
-    "node_rps": 72_200,          # each emulated wimpy's limit (4.2)
-    "keys": 100_000_000,
-    "key_size": 16,
-    "value_size": 512,
-    "rule_updates_per_s": 50,    # Pica8 P3922 L2 updates (4.1.2)
-    "cache_entries": 1000,       # Figures 4.1 and 4.2
-    "swap_keys": 50,             # Figure 4.4
-    "swap_every_s": 50,
-    "max_loss": 0.05,            # "a constant packet loss of approximately 5%"
-}
+from . import record
+from .thesis import THESIS
 
 
 @dataclass(frozen=True)
@@ -61,6 +52,11 @@ class Scale:
                  "update rate to hot-set change as in the thesis",
         )
         return d
+
+    def testbed(self) -> dict:
+        """This scale as the test bed's record (record.scale_record)."""
+        return record.scale_record(self.db_nodes, self.node_rps, self.cache_rps, self.keys,
+                                   self.rule_updates_per_s, round(self.rate_factor, 8))
 
     def label(self) -> str:
         return (f"scale: {self.db_nodes} db x {self.node_rps:g} req/s (thesis x {self.rate_factor:.4f}), "
