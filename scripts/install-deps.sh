@@ -11,7 +11,7 @@ APT_PACKAGES=(
   librocksdb-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libxxhash-dev nlohmann-json3-dev libcli11-dev
   clang libclang-rt-14-dev
-  python3-venv python3-pip
+  python3-venv python3-pip python3-dev pybind11-dev
 )
 
 missing=()

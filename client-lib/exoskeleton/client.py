@@ -77,11 +77,18 @@ class Client:
     ask for, so two threads sharing a Client lose each other's replies. Use one per thread.
 
     `history=History(), history_name="client0"`: record every operation for the linearizability
-    checker. This only wraps `io` in exo_harness.recorder.RecordingIO (needs that package)."""
+    checker. This only wraps `io` in exo_harness.recorder.RecordingIO (needs that package).
+
+    `native`: run execute() (and so get, set, delete, get_many) in the native hot path
+    (exoskeleton.native: C++, batched sendmmsg/recvmmsg, same rules as stream()). None (default):
+    when it is built and the client owns a real RawIO; False: never; True: required (raises
+    RuntimeError saying why when it cannot). A fake or recording I/O always uses this file's
+    pure-Python path, which stays the reference: both pass the same tests."""
 
     def __init__(self, iface: str, *, timeout: float = 0.25, retries: int = 4, mtu: int = 1500,
                  udp_port: int = 7777, service_ip: str = "10.0.0.254", window: int = 32,
-                 client_id: Optional[int] = None, io=None, history=None, history_name: str = ""):
+                 client_id: Optional[int] = None, io=None, history=None, history_name: str = "",
+                 native: Optional[bool] = None):
         self.io = io if io is not None else RawIO(iface)  # io: tests pass a fake
         if history is not None:
             # A convenience kept for existing callers: recording is a wrapper around the I/O
@@ -99,6 +106,26 @@ class Client:
         self._seq = 0
         self.stats = {"sent": 0, "resent": 0, "replies": 0, "stray_replies": 0, "timeouts": 0,
                       "busy_retries": 0}
+        self._native = self._native_pipeline(native)
+
+    @property
+    def native(self) -> bool:
+        """Whether execute() runs in the native hot path."""
+        return self._native is not None
+
+    def _native_pipeline(self, wanted: Optional[bool]):
+        if wanted is False:
+            return None
+        from . import native
+        mod, why = native.load()
+        if mod is not None and type(self.io) is not RawIO:
+            why = "the client's I/O is not a plain RawIO (a fake, or recording a history)"
+        if mod is None or why:
+            if wanted:
+                raise RuntimeError(f"native client path unavailable: {why}")
+            return None
+        return mod.Pipeline(self.io.tx.fileno(), self.io.rx.fileno(), self.io.mac, self.io.ip, self.io.port,
+                            self.service_ip, self.udp_port, self.client_id)
 
     # ---- public API ----
     def get(self, key: bytes, timeout: Optional[float] = None) -> Optional[bytes]:
@@ -126,6 +153,8 @@ class Client:
         """Run requests pipelined; results in request order. Never raises Timeout (status None)."""
         for req in requests:
             self.check(req)
+        if self._native is not None:
+            return self._execute_native(requests, self.timeout if timeout is None else timeout)
         out: list[Optional[Result]] = [None] * len(requests)
         # Positions per request object: the same (frozen) Request may be listed twice.
         slots: dict[int, list[int]] = {}
@@ -144,6 +173,8 @@ class Client:
         """Keep up to `window` requests in flight until `requests` is exhausted (or the
         monotonic time `stop_at` passes), calling on_result for each finished request."""
         timeout = self.timeout if timeout is None else timeout
+        if self._native is not None:
+            return self._stream_native(requests, on_result, timeout, stop_at)
         inflight: dict[int, _InFlight] = {}
         exhausted = False
         while True:
@@ -203,6 +234,35 @@ class Client:
         self.close()
 
     # ---- internals ----
+    # stream() on the native path hands the requests over in chunks of this many windows: each
+    # chunk ends when its slowest request does, so a chunk of 8 windows keeps the pipe full for
+    # all but the last window's worth of its requests.
+    NATIVE_CHUNK_WINDOWS = 8
+
+    def _stream_native(self, requests: Iterator[Request], on_result: Callable[[Result], None], timeout: float,
+                       stop_at: Optional[float]) -> None:
+        chunk = self.window * self.NATIVE_CHUNK_WINDOWS
+        while stop_at is None or time.monotonic() < stop_at:
+            batch = []
+            for req in requests:
+                self.check(req)
+                batch.append(req)
+                if len(batch) == chunk:
+                    break
+            if not batch:
+                return
+            for res in self._execute_native(batch, timeout):
+                on_result(res)
+
+    def _execute_native(self, requests: list[Request], timeout: float) -> list[Result]:
+        before = self._native.stats()
+        raw, self._seq = self._native.execute([(r.op, r.key, r.value) for r in requests], timeout, self.retries,
+                                              self.window, self._seq)
+        after = self._native.stats()
+        for k in self.stats:
+            self.stats[k] += after[k] - before[k]
+        return [Result(req, st, val, flags, lat, att) for req, (st, val, flags, lat, att) in zip(requests, raw)]
+
     def _one(self, req: Request, timeout: Optional[float]) -> Result:
         res = self.execute([req], timeout=timeout)[0]
         if res.status is None and req.op == wire.OP_GET:

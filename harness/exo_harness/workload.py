@@ -34,6 +34,8 @@ class Tally:
         self.ops = self.gets = self.puts = self.errors = self.timeouts = 0
         self.from_cache = self.not_found = 0
         self.latencies_us: list[float] = []
+        # GETs answered OK, by who answered (the reply's FROM_CACHE flag): a cache node or a db node
+        self.get_latencies_us = {"cache": [], "db": []}
         self.series = _Series()
         self.swapped_at: list[float] = []  # seconds into a run at which the hot set was swapped
 
@@ -55,6 +57,8 @@ class Tally:
         if r.from_cache:
             self.from_cache += 1
         self.latencies_us.append(r.latency_s * 1e6)
+        if r.request.op == wire.OP_GET and r.status == wire.ST_OK:
+            self.get_latencies_us["cache" if r.from_cache else "db"].append(r.latency_s * 1e6)
 
     def summary(self) -> dict:
         return {"ops": self.ops, "gets": self.gets, "puts": self.puts, "errors": self.errors,
@@ -204,8 +208,13 @@ def main(argv=None) -> int:
         elapsed = time.monotonic() - t0
         lat_path = args.out.with_suffix(".latency_us.npy")
         np.save(lat_path, np.asarray(tally.latencies_us, dtype=np.float32))
+        by_source = {}
+        for source, lats in tally.get_latencies_us.items():
+            by_source[source] = args.out.with_suffix(f".latency_us_{source}.npy")
+            np.save(by_source[source], np.asarray(lats, dtype=np.float32))
         result = {"mode": args.mode, "elapsed_s": elapsed, **tally.summary(),
-                  "client_stats": c.stats, "latency_file": str(lat_path)}
+                  "client_stats": c.stats, "client_native": c.native, "latency_file": str(lat_path),
+                  "latency_file_cache": str(by_source["cache"]), "latency_file_db": str(by_source["db"])}
         if args.mode == "run":
             result["ops_cumulative_per_second"] = np.cumsum([r["ops"] for r in tally.series.rows]).tolist()
             result["series"] = tally.series.rows

@@ -1,8 +1,15 @@
-"""Client behaviour against a fake I/O layer: sizes refused before sending, resends keep the
-request id, stray replies are ignored, statuses map to named exceptions."""
+"""Client behaviour: sizes refused before sending, resends keep the request id, stray replies
+are ignored, statuses map to named exceptions. Every test runs three ways (the `make` fixture):
+the pure-Python path over a fake I/O, the pure-Python path over a real RawIO on the loopback
+interface, and the native path (exoskeleton.native) over the same; the last two answer through
+tests/unit/loopback_node.py and need root and, for native, `make build`."""
+import os
+
 import pytest
 
-from exoskeleton import Client, KeyTooLong, ServerError, Timeout, ValueTooLarge, wire
+from exoskeleton import Client, KeyTooLong, ServerError, Timeout, ValueTooLarge, native, wire
+
+from conftest_ci import missing_or_fail
 
 
 class FakeIO:
@@ -36,28 +43,56 @@ def reply_to(msg, status=wire.ST_OK, value=b"", flags=0, **kw):
                         kw.get("seq", msg.seq), kw.get("key", msg.key), value)
 
 
-def make(behaviour, **kw):
-    return Client("fake0", io=FakeIO(behaviour), timeout=0.01, retries=2, **kw)
+TRANSPORTS = ("fake", "raw-pure", "raw-native")
 
 
-def test_key_too_long_and_empty_refused_before_sending():
+@pytest.fixture(params=TRANSPORTS)
+def make(request):
+    """make(behaviour, **client_kw) -> Client; `c.sent_frames` lists the frames the node got."""
+    made = []
+
+    def build(behaviour, **kw):
+        if request.param == "fake":
+            c = Client("fake0", io=FakeIO(behaviour), timeout=0.01, retries=2, **kw)
+            c.sent_frames = c.io.sent
+            made.append(c)
+            return c
+        if os.geteuid() != 0:
+            missing_or_fail("raw sockets on lo need root")
+        if request.param == "raw-native" and native.load()[0] is None:
+            missing_or_fail(native.load()[1])
+        from loopback_node import LoopbackNode
+        # 50 ms, not the fake's 10: a real reply crosses two sockets and a thread
+        c = Client("lo", timeout=0.05, retries=2, native=request.param == "raw-native", **kw)
+        node = LoopbackNode(behaviour, c.io.port)
+        c.sent_frames = node.sent
+        made.append(c)
+        made.append(node)
+        return c
+
+    yield build
+    for m in made:
+        m.close()
+
+
+def test_key_too_long_and_empty_refused_before_sending(make):
     c = make(lambda m, a: [reply_to(m)])
     with pytest.raises(KeyTooLong):
         c.get(b"k" * 251)
     with pytest.raises(KeyTooLong):
         c.set(b"", b"v")
-    assert c.io.sent == []
+    assert c.sent_frames == []
 
 
-def test_value_too_large_refused_at_mtu():
+def test_value_too_large_refused_at_mtu(make):
     c = make(lambda m, a: [reply_to(m)], mtu=1500)
     c.set(b"k", b"v" * 1451)  # exactly fits: 1 + 1451 = 1452
     with pytest.raises(ValueTooLarge):
         c.set(b"k", b"v" * 1452)
-    assert len(c.io.sent) == 1
+    assert len(c.sent_frames) == 1
 
 
-def test_get_found_not_found():
+def test_get_found_not_found(make):
     store = {b"a": b"1"}
 
     def node(m, attempt):
@@ -71,23 +106,23 @@ def test_get_found_not_found():
     assert c.get_many([b"a", b"b"]) == {b"a": b"1", b"b": None}
 
 
-def test_resend_keeps_request_id_and_succeeds():
+def test_resend_keeps_request_id_and_succeeds(make):
     c = make(lambda m, attempt: [reply_to(m, value=b"x")] if attempt == 3 else None)
     assert c.get(b"k") == b"x"
-    seqs = {(f.msg.client_id, f.msg.seq) for f in c.io.sent}
-    assert len(c.io.sent) == 3 and len(seqs) == 1
+    seqs = {(f.msg.client_id, f.msg.seq) for f in c.sent_frames}
+    assert len(c.sent_frames) == 3 and len(seqs) == 1
     assert c.stats["resent"] == 2
 
 
-def test_timeout_after_retries_names_unknown_write_outcome():
+def test_timeout_after_retries_names_unknown_write_outcome(make):
     c = make(lambda m, a: None)
     with pytest.raises(Timeout) as err:
         c.set(b"k", b"v")
     assert "unknown" in str(err.value) and err.value.keys == [b"k"]
-    assert len(c.io.sent) == 3  # first try + 2 retries
+    assert len(c.sent_frames) == 3  # first try + 2 retries
 
 
-def test_stray_and_mismatched_replies_ignored():
+def test_stray_and_mismatched_replies_ignored(make):
     def node(m, attempt):
         return [reply_to(m, seq=m.seq + 1000), reply_to(m, client_id=m.client_id ^ 1),
                 reply_to(m, key=b"other"), reply_to(m, value=b"real")]
@@ -97,14 +132,14 @@ def test_stray_and_mismatched_replies_ignored():
     assert c.stats["stray_replies"] == 3
 
 
-def test_server_error_status_raises_named_exception():
+def test_server_error_status_raises_named_exception(make):
     c = make(lambda m, a: [reply_to(m, status=wire.ST_ERROR)])
     with pytest.raises(ServerError) as err:
         c.set(b"k", b"v")
     assert err.value.status == wire.ST_ERROR
 
 
-def test_pipelined_execute_keeps_order_and_window():
+def test_pipelined_execute_keeps_order_and_window(make):
     c = make(lambda m, a: [reply_to(m, value=m.key)], window=4)
     keys = [f"k{i}".encode() for i in range(50)]
     from exoskeleton import Request
@@ -113,7 +148,7 @@ def test_pipelined_execute_keeps_order_and_window():
     assert all(r.attempts == 1 for r in res)
 
 
-def test_execute_with_the_same_request_object_twice():
+def test_execute_with_the_same_request_object_twice(make):
     c = make(lambda m, a: [reply_to(m, value=m.key)])
     from exoskeleton import Request
     same = Request(wire.OP_GET, b"k")
@@ -122,7 +157,7 @@ def test_execute_with_the_same_request_object_twice():
     assert res[0] is not res[2]
 
 
-def test_get_reply_flag_from_cache():
+def test_get_reply_flag_from_cache(make):
     c = make(lambda m, a: [reply_to(m, value=b"v", flags=wire.FLAG_FROM_CACHE)])
     from exoskeleton import Request
     (res,) = c.execute([Request(wire.OP_GET, b"k")])
@@ -131,7 +166,7 @@ def test_get_reply_flag_from_cache():
 
 # ---- outcomes: definitely failed vs unknown (issue "Linearizable under faults") ----
 
-def test_write_timeout_is_unknown_outcome_and_read_timeout_is_a_failure():
+def test_write_timeout_is_unknown_outcome_and_read_timeout_is_a_failure(make):
     from exoskeleton import UnknownOutcome
     c = make(lambda m, a: None)
     with pytest.raises(UnknownOutcome) as err:
@@ -142,7 +177,7 @@ def test_write_timeout_is_unknown_outcome_and_read_timeout_is_a_failure():
     assert not isinstance(err.value, UnknownOutcome) and err.value.outcome == "failed"
 
 
-def test_error_reply_to_a_write_is_definitely_failed():
+def test_error_reply_to_a_write_is_definitely_failed(make):
     from exoskeleton import DefinitelyFailed
     c = make(lambda m, a: [reply_to(m, status=wire.ST_ERROR)])
     with pytest.raises(DefinitelyFailed) as err:
@@ -150,7 +185,7 @@ def test_error_reply_to_a_write_is_definitely_failed():
     assert err.value.outcome == "failed" and err.value.status == wire.ST_ERROR
 
 
-def test_busy_is_retried_under_a_new_request_id():
+def test_busy_is_retried_under_a_new_request_id(make):
     # The node records BUSY for an id (a late copy of it is never applied), so the retry must
     # be a new id; the first reply to the new id decides.
     busy_seqs = set()
@@ -163,15 +198,26 @@ def test_busy_is_retried_under_a_new_request_id():
 
     c = make(node)
     c.set(b"k", b"v")
-    seqs = [f.msg.seq for f in c.io.sent]
+    seqs = [f.msg.seq for f in c.sent_frames]
     assert len(seqs) == 3 and len(set(seqs)) == 3
     assert c.stats["busy_retries"] == 2
 
 
-def test_busy_after_every_retry_is_definitely_failed():
+def test_busy_after_every_retry_is_definitely_failed(make):
     from exoskeleton import DefinitelyFailed
     c = make(lambda m, a: [reply_to(m, status=wire.ST_BUSY)])
     with pytest.raises(DefinitelyFailed):
         c.set(b"k", b"v")
-    assert len(c.io.sent) == 3  # first try + 2 retries, each under its own id
+    assert len(c.sent_frames) == 3  # first try + 2 retries, each under its own id
 
+
+
+def test_stream_calls_back_once_per_request(make):
+    # the native path runs stream() in chunks of windows (Client.NATIVE_CHUNK_WINDOWS)
+    from exoskeleton import Request
+    c = make(lambda m, a: [reply_to(m, value=m.key)], window=4)
+    keys = [f"k{i}".encode() for i in range(70)]
+    got = []
+    c.stream(iter(Request(wire.OP_GET, k) for k in keys), got.append)
+    assert sorted(r.value for r in got) == sorted(keys)
+    assert all(r.status == wire.ST_OK for r in got)
