@@ -113,6 +113,11 @@ class Client:
         """Whether execute() runs in the native hot path."""
         return self._native is not None
 
+    def native_stats(self) -> Optional[dict]:
+        """The native path's lifetime counters (those of self.stats plus send_calls and
+        recv_calls, the system calls that carried them), or None on the pure-Python path."""
+        return None if self._native is None else self._native.stats()
+
     def _native_pipeline(self, wanted: Optional[bool]):
         if wanted is False:
             return None
