@@ -32,6 +32,13 @@ def test_short_demo_writes_its_results(tmp_path: Path):
     assert set(s["per_node"]) == {"cache0", "cache1", "db0", "db1", "db2", "db3"}
     assert all(v > 0 for v in s["per_node"].values())
     assert s["latency_us"]["p50"] <= s["latency_us"]["p99"]
+    # the clients ran the native hot path (make build builds it), and GET latency is split by
+    # who answered: both sources answered some GETs
+    assert s["client_native"] is True
+    for src in ("cache", "db"):
+        v = s[f"latency_us_{src}"]
+        assert v["gets"] > 0 and v["p50"] <= v["p99"], (src, v)
+    assert s["latency_us_cache"]["gets"] + s["latency_us_db"]["gets"] <= s["gets"]
     # The caches started empty and filled themselves, within the switch's limits.
     assert s["cached_hot_keys"] == {}
     assert s["flows"]["ruleset1"] == 9 and s["flows"]["ruleset3"] == 256
