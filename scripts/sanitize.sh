@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD:-build-sanitize}
 TESTS=(proto/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests
        db-node/db_coordinator_tests db-node/db_coordinator_model_tests
-       emulator/wimpy_emulator_tests emulator/loadgen_tests emulator/emulator_tests)
+       emulator/wimpy_emulator_tests emulator/loadgen_tests emulator/emulator_tests
+       client-lib/native/client_pipeline_tests)
 # path:short-run seconds
 FUZZERS=(
   proto/cpp/wire_parse_fuzz:20             # wire::parse
@@ -23,6 +24,7 @@ FUZZERS=(
   db-node/db_coordinator_fuzz:10           # the db node's cached-write coordinator (2PC, resolver, recovery)
   db-node/db_control_fuzz:15               # the db node's DbNode RPC handlers
   emulator/emulator_fuzz:15                # the wimpy emulator's demux + rate limit + db handler
+  client-lib/native/client_pipeline_fuzz:10  # the native client reading arbitrary replies
 )
 fuzz_path() { echo "${1%%:*}"; }
 
