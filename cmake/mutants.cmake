@@ -1,7 +1,7 @@
 # Mutant test builds (docs/chaos.md, "Mutants"): exo-db-node-mutant and exo-cache-node-mutant,
 # beside the production binaries in build/db-node and build/cache-node. Each is its production
 # executable rebuilt with EXO_FAULTS, which adds the --fault flag and the fenced hooks
-# (proto/cpp/fault_switch.h); the production targets and libraries are not touched.
+# (common/cpp/fault_switch.h); the production targets and libraries are not touched.
 #
 # Only the files that hold a hook are compiled again: exo_add_mutant lists them after the
 # executable's own sources, so their objects come before the production library on the link

@@ -37,9 +37,9 @@ seeds("emulator_fuzz", [bytes([i % 2, 3 + i % 200]) + f for i, f in enumerate(fr
 seeds("request_handler_fuzz", [bytes([len(f), 128]) + f for f in frames if len(f) < 256])
 
 # ---- cluster config (what `exo config resolve` writes) ----
-# Python's resolved output (proto/cpp/tests/data, kept current by tests/unit/test_config.py),
+# Python's resolved output (common/cpp/tests/data, kept current by tests/unit/test_config.py),
 # also shrunk to a 2-slot table with small hot_keys/cache_fill values.
-full = json.loads((root / "proto" / "cpp" / "tests" / "data" / "defaults.resolved.json").read_text())
+full = json.loads((root / "common" / "cpp" / "tests" / "data" / "defaults.resolved.json").read_text())
 minimal = json.loads(json.dumps(full))
 minimal["switch"]["partition_bits"] = 1
 minimal["partitions"] = ["db0", "db1"]

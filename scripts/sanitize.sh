@@ -8,16 +8,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD:-build-sanitize}
-TESTS=(proto/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests
+TESTS=(common/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests
        db-node/db_coordinator_tests db-node/db_coordinator_model_tests
        emulator/wimpy_emulator_tests emulator/loadgen_tests emulator/emulator_tests
        client-lib/native/client_pipeline_tests)
 # path:short-run seconds
 FUZZERS=(
-  proto/cpp/wire_parse_fuzz:20             # wire::parse
+  common/cpp/wire_parse_fuzz:20             # wire::parse
   cache-node/request_handler_fuzz:20       # the cache node's burst handler
   db-node/db_request_handler_fuzz:20       # the db node's frame handler
-  proto/cpp/cluster_parse_fuzz:10          # the resolved cluster config (JSON)
+  common/cpp/cluster_parse_fuzz:10          # the resolved cluster config (JSON)
   cache-node/eal_args_fuzz:10              # cache_nodes[].lcores -> EAL argv
   cache-node/control_fuzz:15               # the cache node's CacheNode RPC handlers + filler
   cache-node/key_table_fuzz:10             # the cache node's key table (key lifecycle + 2PC)

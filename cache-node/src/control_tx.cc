@@ -5,7 +5,7 @@
 
 #include "control_service.h"
 
-#ifdef EXO_FAULTS  // ---- mutant test build only (proto/cpp/fault_switch.h) ----
+#ifdef EXO_FAULTS  // ---- mutant test build only (common/cpp/fault_switch.h) ----
 #include "fault_switch.h"
 #endif
 

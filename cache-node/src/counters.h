@@ -1,5 +1,5 @@
 // The cache node's counter storage and Stats output, generated from its lists in
-// proto/cpp/counter_list.h (EXO_CACHE_*: every counter declared once, with its kind and help).
+// common/cpp/counter_list.h (EXO_CACHE_*: every counter declared once, with its kind and help).
 #pragma once
 
 #include <atomic>

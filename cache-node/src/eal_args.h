@@ -1,4 +1,4 @@
-// The cache node's DPDK EAL argv, built by the shared builder (proto/cpp/dpdk/eal_args.h, also
+// The cache node's DPDK EAL argv, built by the shared builder (common/cpp/dpdk/eal_args.h, also
 // used by the wimpy emulator) from its cache_nodes[] entry. Pure function, unit-tested.
 #pragma once
 

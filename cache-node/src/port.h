@@ -1,4 +1,4 @@
-// Ethernet port, queues and mempool setup: the shared DPDK port code (proto/cpp/dpdk/port.h,
+// Ethernet port, queues and mempool setup: the shared DPDK port code (common/cpp/dpdk/port.h,
 // also used by the wimpy emulator) under the cache node's names.
 #pragma once
 

@@ -2,7 +2,7 @@
 prefixes. The one definition of these constants in Python: the controller's switch rules
 (exo_controller.flows) and the partition table (exo_common.partitions) import them from here.
 
-The C++ twin is proto/cpp/keyhash.h; both are checked against proto/wire_vectors.json.
+The C++ twin is common/cpp/keyhash.h; both are checked against proto/wire_vectors.json.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Encode and decode Exoskeleton frames (layout: docs/wire-format.md).
 
-Pure functions over bytes; no sockets here. The C++ twin is proto/cpp/wire.{h,cc} with the
-layout as one struct in proto/cpp/wire_layout.h; both are checked against
+Pure functions over bytes; no sockets here. The C++ twin is common/cpp/wire.{h,cc} with the
+layout as one struct in common/cpp/wire_layout.h; both are checked against
 proto/wire_vectors.json ("layout", "constants", frames, malformed frames with their reason).
 """
 from __future__ import annotations

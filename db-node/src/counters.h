@@ -1,4 +1,4 @@
-// The db node's counter storage, generated from its list in proto/cpp/counter_list.h
+// The db node's counter storage, generated from its list in common/cpp/counter_list.h
 // (EXO_DB_COUNTERS, EXO_DB_GAUGES: every counter declared once, with its kind and help).
 //
 // Each packet thread owns one `Counters` block and is its only writer, so an increment is a

@@ -5,7 +5,7 @@
 #include "exoproto/control.grpc.pb.h"
 #include "grpc_channel.h"
 
-#ifdef EXO_FAULTS  // ---- mutant test build only (proto/cpp/fault_switch.h) ----
+#ifdef EXO_FAULTS  // ---- mutant test build only (common/cpp/fault_switch.h) ----
 #include <mutex>
 
 #include "fault_switch.h"

@@ -43,7 +43,7 @@ std::vector<uint32_t> hosted_nodes(const Cluster& cluster, const std::string& na
 double bucket_depth(double rate_rps, uint32_t burst);
 
 // Process-wide counters of one lane (written by its lcore only), generated from
-// EXO_EMULATOR_COUNTERS in proto/cpp/counter_list.h.
+// EXO_EMULATOR_COUNTERS in common/cpp/counter_list.h.
 struct alignas(64) LaneCounters {
 #define EXO_X(n, k, h) std::atomic<uint64_t> n{0};
   EXO_EMULATOR_COUNTERS(EXO_X)

@@ -267,10 +267,10 @@ def test_db_node_threads_default_is_two(cluster_dict):
 
 
 def test_cpp_fixture_is_current():
-    """proto/cpp/tests/data/defaults.resolved.json is what cluster_test reads as Python's output
+    """common/cpp/tests/data/defaults.resolved.json is what cluster_test reads as Python's output
     (and checks cluster.h's struct defaults against): it must be what resolve() writes today."""
-    data = REPO / "proto" / "cpp" / "tests" / "data"
+    data = REPO / "common" / "cpp" / "tests" / "data"
     expected = json.dumps(resolve(load_config(data / "defaults.yaml")), indent=1) + "\n"
     assert (data / "defaults.resolved.json").read_text() == expected, (
-        "run: .venv/bin/exo config resolve proto/cpp/tests/data/defaults.yaml "
-        "-o proto/cpp/tests/data/defaults.resolved.json")
+        "run: .venv/bin/exo config resolve common/cpp/tests/data/defaults.yaml "
+        "-o common/cpp/tests/data/defaults.resolved.json")

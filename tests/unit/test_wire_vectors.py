@@ -1,5 +1,5 @@
 """The Python wire format and key hash against proto/wire_vectors.json (the C++ side reads the
-same file in proto/cpp/tests/wire_vectors_test.cc): constants, the header layout (and the
+same file in common/cpp/tests/wire_vectors_test.cc): constants, the header layout (and the
 tables of docs/wire-format.md), frames, malformed frames with their reason, checksums."""
 import json
 import pathlib

@@ -2,7 +2,7 @@
 
 #include "wire.h"
 
-#ifdef EXO_FAULTS  // ---- mutant test build only (proto/cpp/fault_switch.h) ----
+#ifdef EXO_FAULTS  // ---- mutant test build only (common/cpp/fault_switch.h) ----
 #include "fault_switch.h"
 #endif
 

@@ -2,11 +2,11 @@
 // "Checksums on the hot path"). Prints, per frame kind, ns per call of wire::parse() (which
 // verifies the IPv4 header checksum and a non-zero UDP checksum), of wire::screen() (the
 // nodes' pre-filter around it), and of the two checksum checks alone, as JSON lines:
-//   build/proto/cpp/wire_bench [--iters N] [--only FRAME] [--udp 0|1]
+//   build/common/cpp/wire_bench [--iters N] [--only FRAME] [--udp 0|1]
 // Each figure is the median of 7 runs of N calls (default 2,000,000) over the same frame,
 // i.e. warm caches: the cost of the arithmetic, not of bringing the frame in from memory.
 // Times vary with the machine's load; instruction counts do not:
-//   valgrind --tool=callgrind build/proto/cpp/wire_bench --iters 10000 --only get_key16 --udp 1
+//   valgrind --tool=callgrind build/common/cpp/wire_bench --iters 10000 --only get_key16 --udp 1
 // and callgrind_annotate --inclusive=yes: a function's cost / its calls (7 x N each).
 #include <algorithm>
 #include <chrono>

@@ -15,7 +15,7 @@
 
 namespace {
 
-const std::string kDefaultsPath = std::string(EXO_SOURCE_DIR) + "/proto/cpp/tests/data/defaults.resolved.json";
+const std::string kDefaultsPath = std::string(EXO_SOURCE_DIR) + "/common/cpp/tests/data/defaults.resolved.json";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);

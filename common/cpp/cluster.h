@@ -7,7 +7,7 @@
 // Member initialisers: load_cluster never uses them (it requires every field in the file, so
 // a node runs on Python's defaults, config.py, only). They serve code that builds a Cluster by
 // hand (tests, benches, fuzz harnesses): a member that has one carries Python's default, which
-// cluster_test checks against proto/cpp/tests/data/defaults.resolved.json (written by
+// cluster_test checks against common/cpp/tests/data/defaults.resolved.json (written by
 // `exo config resolve`, kept current by tests/unit/test_config.py); members without one
 // (names, addresses, capacity, lcores, ...) start empty and such code sets them.
 #pragma once

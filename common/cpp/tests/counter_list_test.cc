@@ -1,6 +1,6 @@
-// The counters tables of docs/operations.md are generated from proto/cpp/counter_list.h; this
+// The counters tables of docs/operations.md are generated from common/cpp/counter_list.h; this
 // test fails while they differ, and rewrites them when run with EXO_UPDATE_DOCS=1:
-//   EXO_UPDATE_DOCS=1 build/proto/cpp/exo_common_tests --gtest_filter='CounterList.*'
+//   EXO_UPDATE_DOCS=1 build/common/cpp/exo_common_tests --gtest_filter='CounterList.*'
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -17,7 +17,7 @@ namespace {
 
 const std::string kDocPath = std::string(EXO_SOURCE_DIR) + "/docs/operations.md";
 const std::string kBegin =
-    "<!-- counters: generated from proto/cpp/counter_list.h by proto/cpp/tests/counter_list_test.cc "
+    "<!-- counters: generated from common/cpp/counter_list.h by common/cpp/tests/counter_list_test.cc "
     "(EXO_UPDATE_DOCS=1); do not edit by hand -->\n";
 const std::string kEnd = "<!-- counters: end -->\n";
 
@@ -72,7 +72,7 @@ std::string with_block(const std::string& doc, const std::string& block) {
 std::string doc_mismatch(const std::string& doc) {
   const std::string fixed = with_block(doc, render());
   if (fixed.empty()) return "no generated counters block (markers missing)";
-  if (fixed != doc) return "the counters tables differ from proto/cpp/counter_list.h";
+  if (fixed != doc) return "the counters tables differ from common/cpp/counter_list.h";
   return "";
 }
 
@@ -85,7 +85,7 @@ TEST(CounterList, DocsTablesAreGeneratedFromTheList) {
     std::ofstream(kDocPath) << fixed;
   }
   EXPECT_EQ(doc_mismatch(read_file(kDocPath)), "")
-      << "run: EXO_UPDATE_DOCS=1 build/proto/cpp/exo_common_tests --gtest_filter='CounterList.*'\n"
+      << "run: EXO_UPDATE_DOCS=1 build/common/cpp/exo_common_tests --gtest_filter='CounterList.*'\n"
       << "expected block:\n"
       << render();
 }

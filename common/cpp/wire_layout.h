@@ -1,7 +1,7 @@
 // The one definition of the frame layout in C++: Ethernet + IPv4 + UDP + Exoskeleton header as
 // one packed struct, FrameHeader (62 bytes), with every offset static_asserted against the
 // table in docs/wire-format.md and checked against proto/wire_vectors.json ("layout") by
-// proto/cpp/tests/wire_vectors_test.cc. The Python twin is the field list in
+// common/cpp/tests/wire_vectors_test.cc. The Python twin is the field list in
 // client-lib/exoskeleton/wire.py.
 //
 // Every field is a byte or an array of bytes (multi-byte fields big-endian, read and written
