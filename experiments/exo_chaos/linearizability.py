@@ -809,7 +809,7 @@ def _mean_open(ops: list[dict]) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m exo_chaos.linearizability",
-        description="Check client histories (JSON Lines, exoskeleton.history) for per-key "
+        description="Check client histories (JSON Lines, exo_harness.history) for per-key "
                     "linearizability against a register model. Exit status: 0 every key "
                     "linearizable, 1 a violation, 3 no violation but some key undecided "
                     "(budget exceeded).")
@@ -832,7 +832,7 @@ def main(argv=None) -> int:
         return 0
     if not a.histories:
         ap.error("give history files, or --self-test")
-    from exoskeleton.history import History
+    from exo_harness.history import History
     merged = History.merge(History.load(p) for p in a.histories)
     initial = None
     if a.initial:

@@ -1,6 +1,6 @@
 """Pure measurements over merged client histories (no cluster needed; unit-tested).
 
-Ops are dicts as written by exoskeleton.history.History (fields: op, key, value, invoke_ns,
+Ops are dicts as written by exo_harness.history.History (fields: op, key, value, invoke_ns,
 complete_ns (None = never completed), outcome ("ok" | "fail" | "unknown"), result).
 """
 from __future__ import annotations
