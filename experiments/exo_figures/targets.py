@@ -6,14 +6,11 @@ from __future__ import annotations
 from typing import Optional
 
 from exo_testbed.ideal import ideal_rps, top_share
+from exo_testbed.record import alpha_of  # noqa: F401  (read as targets.alpha_of)
 from exo_testbed.scale import Scale
 from exo_testbed.thesis import TARGETS  # noqa: F401  (read as targets.TARGETS)
 
 THR_KEY = {"0.05": "throughput_rps", "0.001": "throughput_strict_rps"}
-
-
-def alpha_of(key: str) -> float:
-    return 0.0 if key == "uniform" else float(key)
 
 
 def ideal_for(scale: Scale, alpha_key: str, entries: int = 1000) -> float:
