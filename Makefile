@@ -36,9 +36,13 @@ fuzz: deps
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-600} scripts/sanitize.sh
 
 # Benchmarks print figures (and save them under results/); they are not tests.
+# The data-plane bench (docs/bench.md): the cache node, db node and client beside a DPDK
+# reflector, memcached and in-process RocksDB over a bare veth pair, plus Open vSwitch for
+# context; results/bench_dataplane.json and .png. SMOKE=1: a few seconds per case.
 bench: build
 	@mkdir -p results
 	@$(BUILD)/db-node/hot_keys_bench --out results/bench_hot_keys.json
+	@$(PY) -m exo_bench --out results $(if $(SMOKE),--smoke)
 
 demo: build
 	@.venv/bin/exo demo

@@ -12,6 +12,8 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libxxhash-dev nlohmann-json3-dev libcli11-dev
   clang libclang-rt-14-dev
   python3-venv python3-pip python3-dev pybind11-dev
+  # make bench: the baselines it measures against (memcached; dpdk-testpmd is in dpdk-dev) and perf
+  memcached linux-perf util-linux
 )
 
 missing=()

@@ -1,5 +1,7 @@
 #include "store.h"
 
+#include "rocks_options.h"
+
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
@@ -113,16 +115,9 @@ bool parse_txn_name(std::string_view name, uint64_t* txid) {
   return ec == std::errc() && p == end;
 }
 
-std::unique_ptr<RocksStore> RocksStore::open(const std::string& dir, bool sync_writes,
-                                             std::string* error) {
-  // RocksDB creates only the last path component; create parents so a fresh run dir works.
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    *error = "cannot create data_dir '" + dir + "': " + ec.message();
-    return nullptr;
-  }
-  rocksdb::DBOptions dbo;
+RocksOptions rocks_options() {
+  RocksOptions o;
+  rocksdb::DBOptions& dbo = o.db;
   dbo.create_if_missing = true;
   dbo.create_missing_column_families = true;  // a data dir from before the 2PC log gains them
   // Two-phase commit: Prepare() writes the transaction to the WAL under its name and WAL
@@ -138,18 +133,29 @@ std::unique_ptr<RocksStore> RocksStore::open(const std::string& dir, bool sync_w
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   data_opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
-  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
   for (size_t i = 0; i < kNumCfs; ++i) {
-    descs.emplace_back(cf_name(static_cast<Cf>(i)),
+    o.cfs.emplace_back(cf_name(static_cast<Cf>(i)),
                        i == 0 ? data_opts : rocksdb::ColumnFamilyOptions());
   }
 
-  // WRITE_COMMITTED (the default policy): a transaction's writes reach the memtable only at
-  // Commit(), so readers never see a prepared value.
-  rocksdb::TransactionDBOptions tdo;
+  // o.txn stays default: WRITE_COMMITTED, so a transaction's writes reach the memtable only at
+  // Commit() and readers never see a prepared value.
+  return o;
+}
+
+std::unique_ptr<RocksStore> RocksStore::open(const std::string& dir, bool sync_writes,
+                                             std::string* error) {
+  // RocksDB creates only the last path component; create parents so a fresh run dir works.
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    *error = "cannot create data_dir '" + dir + "': " + ec.message();
+    return nullptr;
+  }
+  RocksOptions o = rocks_options();
   rocksdb::TransactionDB* db = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  const rocksdb::Status s = rocksdb::TransactionDB::Open(dbo, tdo, dir, descs, &handles, &db);
+  const rocksdb::Status s = rocksdb::TransactionDB::Open(o.db, o.txn, dir, o.cfs, &handles, &db);
   if (!s.ok()) {
     *error = "cannot open RocksDB in '" + dir + "': " + s.ToString();
     return nullptr;
@@ -183,6 +189,59 @@ StoreResult RocksStore::get(Bytes key, std::string* value) {
   value->clear();
   if (s.IsNotFound()) return StoreResult::NotFound();
   return StoreResult::Error("get: " + s.ToString());
+}
+
+void RocksStore::multi_get(std::span<const Bytes> keys, std::vector<std::string>* values,
+                           std::vector<StoreResult>* results) {
+  const size_t n = keys.size();
+  std::vector<rocksdb::Slice> slices;
+  slices.reserve(n);
+  for (Bytes k : keys) slices.push_back(slice(k));
+  std::vector<rocksdb::PinnableSlice> pinned(n);
+  std::vector<rocksdb::Status> statuses(n);
+  db_->MultiGet(rocksdb::ReadOptions(), cf(Cf::kData), n, slices.data(), pinned.data(),
+                statuses.data());
+  values->resize(n);
+  results->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string& v = (*values)[i];
+    const rocksdb::Status& s = statuses[i];
+    if (s.ok()) {
+      v.assign(pinned[i].data(), pinned[i].size());
+      (*results)[i] = StoreResult::Ok();
+    } else {
+      v.clear();
+      (*results)[i] = s.IsNotFound() ? StoreResult::NotFound()
+                                     : StoreResult::Error("multi_get: " + s.ToString());
+    }
+  }
+}
+
+StoreResult RocksStore::flush() {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  for (rocksdb::ColumnFamilyHandle* h : cfs_) {
+    const rocksdb::Status s = db_->Flush(fo, h);
+    if (!s.ok())
+      return StoreResult::Error(std::string("flush ") + h->GetName() + ": " + s.ToString());
+  }
+  return StoreResult::Ok();
+}
+
+StoreResult RocksStore::compact() {
+  StoreResult r = flush();
+  if (!r.ok()) return r;
+  rocksdb::CompactRangeOptions co;
+  // Rewrite the last level too, so the result does not depend on what the background
+  // compactions had done when the call came: one sorted run, same shape every time.
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  const rocksdb::Status s = db_->CompactRange(co, cf(Cf::kData), nullptr, nullptr);
+  if (!s.ok()) return StoreResult::Error("compact: " + s.ToString());
+  return StoreResult::Ok();
+}
+
+bool RocksStore::property(const std::string& name, std::string* value) {
+  return db_->GetProperty(cf(Cf::kData), name, value);
 }
 
 StoreResult RocksStore::write(std::span<const StoreOp> ops, Durability d) {

@@ -155,6 +155,9 @@ class KvStore {
 std::string txn_name(uint64_t txid);
 bool parse_txn_name(std::string_view name, uint64_t* txid);
 
+// The RocksDB options RocksStore::open() uses are built by rocks_options() (rocks_options.h),
+// the one place they are set: the node, exo-db-load and exo-rocksdb-bench all open through
+// RocksStore::open(), so they run with the same options by construction.
 class RocksStore final : public KvStore {
  public:
   // Opens (creating if missing, parents and column families included) the database in `dir`.
@@ -173,6 +176,20 @@ class RocksStore final : public KvStore {
   std::unique_ptr<StoreTxn> begin(uint64_t txid, StoreResult* error) override;
   StoreResult prepared_txns(std::vector<PreparedTxn>* out) override;
   StoreResult rollback_prepared(uint64_t txid) override;
+
+  // Not part of KvStore (the node's paths do not use them); for tools and benchmarks.
+  // MultiGet of client data (Cf::kData): (*values)[i] and (*results)[i] for keys[i], as get()
+  // would return them. Both vectors are resized to keys.size().
+  void multi_get(std::span<const Bytes> keys, std::vector<std::string>* values,
+                 std::vector<StoreResult>* results);
+  // Flushes every column family's memtable to an SST file (and waits).
+  StoreResult flush();
+  // flush(), then a full manual compaction of client data, the bottommost level included, so
+  // the LSM shape after a bulk load does not depend on background timing. Blocks until done.
+  StoreResult compact();
+  // A RocksDB property of the client data column family (e.g. "rocksdb.levelstats",
+  // "rocksdb.estimate-num-keys"); false if RocksDB does not know it.
+  bool property(const std::string& name, std::string* value);
 
   // Closes the database, reporting the status (the destructor calls it too, ignoring errors).
   // Every StoreTxn must be gone first.

@@ -16,6 +16,7 @@
 
 #include "cluster.h"
 #include "loadgen/clock.h"
+#include "loadgen/memcached_udp.h"
 #include "loadgen/options.h"
 #include "loadgen/packet_socket.h"
 #include "loadgen/print_keys.h"
@@ -90,19 +91,23 @@ int main(int argc, char** argv) {
     }
     plan.endpoint.src_port = socks.src_port;
     sink = socks.tx.get();
-    if (std::memcmp(socks.iface_mac, plan.client.mac.data(), 6) != 0)
-      std::fprintf(stderr, "exo-loadgen: warning: %s has MAC %s but clients[%s].mac is %s; requests "
-                   "carry the config's MAC, so replies come back to it\n", plan.iface.c_str(),
-                   exo::format_mac(socks.iface_mac).c_str(), o.client.c_str(),
-                   exo::format_mac(plan.client.mac.data()).c_str());
+    const std::string mac_from = o.src_mac.empty() ? "clients[" + o.client + "].mac" : "--src-mac";
+    if (std::memcmp(socks.iface_mac, plan.endpoint.mac.data(), 6) != 0)
+      std::fprintf(stderr, "exo-loadgen: warning: %s has MAC %s but the requests' source is %s (%s); "
+                   "replies come back to that MAC\n", plan.iface.c_str(),
+                   exo::format_mac(socks.iface_mac).c_str(),
+                   exo::format_mac(plan.endpoint.mac.data()).c_str(), mac_from.c_str());
   } else {
     plan.endpoint.src_port = o.src_port != 0 ? o.src_port : cluster.udp_port;
   }
 
-  std::unique_ptr<RequestBuilder> builder;
+  std::unique_ptr<RequestWriter> builder;
   try {
-    builder = std::make_unique<RequestBuilder>(plan.endpoint, plan.client_id, o.key_size,
-                                               o.value_size, plan.mtu);
+    if (plan.protocol == Protocol::kMemcached)
+      builder = std::make_unique<MemcachedRequestBuilder>(plan.endpoint, o.key_size);
+    else  // exo and reflect: the same exo requests
+      builder = std::make_unique<RequestBuilder>(plan.endpoint, plan.client_id, o.key_size,
+                                                 o.value_size, plan.mtu);
   } catch (const std::invalid_argument& e) {
     return usage_error(e.what());
   }
@@ -113,7 +118,7 @@ int main(int argc, char** argv) {
   const int64_t started_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                       std::chrono::system_clock::now().time_since_epoch()).count();
   Series series(mono_ns(), bins, uint64_t{o.bin_ms} * 1'000'000ULL);
-  ReplyHandler handler(plan.endpoint, plan.client_id, ring, series);
+  ReplyHandler handler(plan.endpoint, plan.client_id, ring, series, plan.protocol);
 
   SenderConfig sc;
   sc.rate = o.rate;

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <sstream>
 
+#include "loadgen/memcached_udp.h"
 #include "wire.h"
 
 namespace exo::loadgen {
@@ -26,6 +28,31 @@ std::string fmt(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
+}
+
+// "" or the error of a MAC option: six hex pairs, not all zero; a source must be unicast.
+std::string check_mac(const char* option, const std::string& text, bool source) {
+  Mac m{};
+  try {
+    m = parse_mac(text);
+  } catch (const ClusterError&) {
+    return std::string(option) + ": not a MAC address (got '" + text + "'; want 02:00:00:00:03:01)";
+  }
+  if (m == Mac{}) return std::string(option) + ": must not be 00:00:00:00:00:00";
+  if (source && (m[0] & 1)) return std::string(option) + ": must be a unicast MAC (got " + text + ")";
+  return "";
+}
+
+// "" or the error of an IPv4 option: dotted quad, not 0.0.0.0.
+std::string check_ip(const char* option, const std::string& text) {
+  uint32_t ip = 0;
+  try {
+    ip = parse_ipv4(text);
+  } catch (const ClusterError&) {
+    return std::string(option) + ": not an IPv4 address (got '" + text + "')";
+  }
+  if (ip == 0) return std::string(option) + ": must not be 0.0.0.0";
+  return "";
 }
 
 }  // namespace
@@ -68,6 +95,18 @@ ParseResult parse_options(const std::vector<std::string>& args, Options* o) {
       ->capture_default_str();
   app.add_flag("--dry-run", o->dry_run, "open no socket: build and pace frames, discard them");
   app.add_flag("--quiet", o->quiet, "no per-second progress on stderr");
+  app.add_option("--protocol", o->protocol,
+                 "server kind: exo (the cluster), reflect (a MAC-swapping reflector), memcached "
+                 "(memcached over UDP, GETs only)")
+      ->capture_default_str();
+  app.add_option("--dst-mac", o->dst_mac,
+                 "send every request to this MAC (default: the key-hash MAC; required for memcached)");
+  app.add_option("--dst-ip", o->dst_ip,
+                 "destination IPv4 (default: the config's service_ip; required for memcached)");
+  CLI::Option* dport = app.add_option(
+      "--dst-port", o->dst_port, "destination UDP port (default: the config's udp_port; memcached: 11211)");
+  app.add_option("--src-mac", o->src_mac, "source MAC of the requests (default: the client's from the config)");
+  app.add_option("--src-ip", o->src_ip, "source IPv4 of the requests (default: the client's from the config)");
 
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
@@ -84,6 +123,7 @@ ParseResult parse_options(const std::vector<std::string>& args, Options* o) {
   }
   o->has_seed = seed->count() > 0;
   o->has_client_id = cid->count() > 0;
+  o->has_dst_port = dport->count() > 0;
   r.run = true;
   return r;
 }
@@ -115,6 +155,26 @@ std::string check_options(const Options& o) {
   if (o.catch_up_ms > 10'000) return "--catch-up-ms: must be <= 10000";
   if (o.sndbuf < 65536 || o.sndbuf > (1u << 30)) return "--sndbuf: must be in 65536..2^30";
   if (o.rcvbuf < 65536 || o.rcvbuf > (1u << 30)) return "--rcvbuf: must be in 65536..2^30";
+  const std::optional<Protocol> proto = parse_protocol(o.protocol);
+  if (!proto) return "--protocol: must be exo, reflect or memcached (got '" + o.protocol + "')";
+  if (!o.dst_mac.empty())
+    if (std::string e = check_mac("--dst-mac", o.dst_mac, false); !e.empty()) return e;
+  if (!o.src_mac.empty())
+    if (std::string e = check_mac("--src-mac", o.src_mac, true); !e.empty()) return e;
+  if (!o.dst_ip.empty())
+    if (std::string e = check_ip("--dst-ip", o.dst_ip); !e.empty()) return e;
+  if (!o.src_ip.empty())
+    if (std::string e = check_ip("--src-ip", o.src_ip); !e.empty()) return e;
+  if (o.has_dst_port && (o.dst_port < 1 || o.dst_port > 65535))
+    return "--dst-port: must be in 1..65535 (got " + std::to_string(o.dst_port) + ")";
+  if (*proto == Protocol::kMemcached) {
+    // The generator writes raw frames and does not ARP: it must be told where the server is.
+    if (o.dst_mac.empty()) return "--dst-mac: --protocol memcached needs the server's MAC";
+    if (o.dst_ip.empty()) return "--dst-ip: --protocol memcached needs the server's IPv4 address";
+    if (o.get_ratio < 1)
+      return "--get-ratio: --protocol memcached sends GETs only; give --get-ratio 1 (got " +
+             fmt(o.get_ratio) + ")";
+  }
   return "";
 }
 
@@ -129,17 +189,30 @@ std::string plan_run(const Options& o, const Cluster& cluster, RunPlan* plan) {
   if (client == nullptr)
     return "--client: no client named '" + o.client + "' in " + o.config + " clients[] (have: " +
            (known.empty() ? "none" : known) + ")";
+  const Protocol proto = *parse_protocol(o.protocol);
   const size_t frame = wire::kMinFrame + o.key_size + o.value_size;
-  if (frame > wire::kEthLen + cluster.mtu)
+  // (memcached sends no PUT, so no value: its GETs fit any MTU with a key of <= 250 bytes)
+  if (proto != Protocol::kMemcached && frame > wire::kEthLen + cluster.mtu)
     return "--value-size: 62 + key-size + value-size = " + std::to_string(frame) +
            " bytes exceeds the largest frame, 14 + mtu = " + std::to_string(wire::kEthLen + cluster.mtu) +
            " (at most " + std::to_string(wire::max_kv_bytes(cluster.mtu) - o.key_size) +
            " value bytes with --key-size " + std::to_string(o.key_size) + ")";
 
+  plan->protocol = proto;
   plan->client = *client;
   plan->iface = o.iface.empty() ? client->iface : o.iface;
   plan->mtu = cluster.mtu;
   plan->endpoint = Endpoint{client->mac, client->ip, o.src_port, cluster.service_ip, cluster.udp_port};
+  Endpoint& ep = plan->endpoint;  // the overrides (check_options has parsed each once already)
+  if (!o.src_mac.empty()) ep.mac = parse_mac(o.src_mac);
+  if (!o.src_ip.empty()) ep.ip = parse_ipv4(o.src_ip);
+  if (!o.dst_ip.empty()) ep.service_ip = parse_ipv4(o.dst_ip);
+  if (o.has_dst_port) ep.udp_port = static_cast<uint16_t>(o.dst_port);
+  else if (proto == Protocol::kMemcached) ep.udp_port = kMemcachedPort;
+  if (!o.dst_mac.empty()) {
+    ep.fixed_dst_mac = true;
+    ep.dst_mac = parse_mac(o.dst_mac);
+  }
   std::random_device rd;
   plan->client_id = o.has_client_id ? o.client_id : static_cast<uint32_t>(rd());
   plan->seed = o.has_seed ? o.seed : (uint64_t{rd()} << 32 | rd());
@@ -147,6 +220,12 @@ std::string plan_run(const Options& o, const Cluster& cluster, RunPlan* plan) {
                              : static_cast<unsigned>(std::clamp(std::llround(o.rate * 200e-6), 1LL, 64LL));
   // Every request stays matchable for (drain + 1 s) of sends, plus the TX loop's catch-up burst.
   const double need = o.rate * (o.drain_ms / 1000.0 + 1.0 + o.catch_up_ms / 1000.0) + plan->batch;
+  if (proto == Protocol::kMemcached) {
+    // 16-bit request ids: a larger window would hold two requests with one id. A reply that
+    // comes after 65,536 newer requests counts as lost (memcached_udp.h).
+    plan->window = std::min(kMemcachedMaxWindow, std::bit_ceil(static_cast<uint64_t>(std::ceil(need))));
+    return "";
+  }
   if (need > static_cast<double>(kMaxWindow))
     return "--rate x (--drain-ms + 1 s): " + fmt(need) + " requests in flight exceed the reply window's limit of " +
            std::to_string(kMaxWindow);
@@ -159,9 +238,16 @@ nlohmann::json params_json(const Options& o, const RunPlan& p) {
     return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." +
            std::to_string((v >> 8) & 255) + "." + std::to_string(v & 255);
   };
+  const auto opt = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
   return {
+      {"protocol", protocol_name(p.protocol)},
+      {"dst_mac", p.endpoint.fixed_dst_mac ? nlohmann::json(format_mac(p.endpoint.dst_mac.data()))
+                                           : nlohmann::json(nullptr)},
+      {"dst_ip", opt(o.dst_ip)},
+      {"dst_port", o.has_dst_port ? nlohmann::json(o.dst_port) : nlohmann::json(nullptr)},
+      {"src_mac", opt(o.src_mac)},  {"src_ip", opt(o.src_ip)},
       {"config", o.config},         {"client", o.client},
-      {"iface", p.iface},           {"client_mac", format_mac(p.client.mac.data())},
+      {"iface", p.iface},           {"client_mac", format_mac(p.endpoint.mac.data())},
       {"client_ip", ip(p.endpoint.ip)}, {"src_port", p.endpoint.src_port},
       {"service_ip", ip(p.endpoint.service_ip)}, {"udp_port", p.endpoint.udp_port},
       {"mtu", p.mtu},               {"rate", o.rate},

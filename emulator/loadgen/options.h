@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cluster.h"
+#include "loadgen/protocol.h"
 #include "loadgen/request_builder.h"
 
 namespace exo::loadgen {
@@ -40,6 +41,14 @@ struct Options {
   uint32_t bin_ms = 1000;  // width of the series' bins
   bool dry_run = false;    // no sockets: frames are built, paced and discarded (a TX benchmark)
   bool quiet = false;      // no progress lines
+  // --protocol and the address overrides (empty / has_dst_port false: not given).
+  std::string protocol = "exo";  // exo, reflect or memcached (protocol.h)
+  std::string dst_mac;     // every request to this MAC instead of the key-hash MAC
+  std::string dst_ip;      // instead of the config's service_ip
+  bool has_dst_port = false;
+  uint32_t dst_port = 0;   // instead of the config's udp_port (memcached: 11211)
+  std::string src_mac;     // instead of the client's MAC from the config
+  std::string src_ip;      // instead of the client's IP from the config
 };
 
 struct ParseResult {
@@ -54,15 +63,19 @@ ParseResult parse_options(const std::vector<std::string>& args, Options* out);  
 std::string check_options(const Options& o);
 
 struct RunPlan {
+  Protocol protocol = Protocol::kExo;
   NodeInfo client;
   std::string iface;
-  Endpoint endpoint;  // src_port 0 until the sockets pick one
+  Endpoint endpoint;  // src_port 0 until the sockets pick one; the overrides applied
   uint32_t mtu = 1500;
   uint32_t client_id = 0;
   uint64_t seed = 0;
   unsigned batch = 1;
-  uint64_t window = 0;  // reply-matching window, requests (a power of two)
+  uint64_t window = 0;  // reply-matching window, requests (a power of two; memcached: <= 65536)
 };
+
+// The largest reply window of --protocol memcached: its request ids have 16 bits.
+inline constexpr uint64_t kMemcachedMaxWindow = uint64_t{1} << 16;
 
 // check_options plus everything that needs the cluster (client name, MTU); fills *plan,
 // drawing the client id and seed when not given. Returns "" or the error.

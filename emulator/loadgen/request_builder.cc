@@ -13,7 +13,7 @@ namespace {
 std::vector<uint8_t> make_template(const Endpoint& ep, uint32_t client_id, uint8_t op,
                                    const std::string& key, const std::vector<uint8_t>& value) {
   std::vector<uint8_t> frame(wire::kMinFrame + key.size() + value.size());
-  const Mac dst = request_mac(op == wire::kGet ? kPrefixGet : kPrefixOther, 0);
+  const Mac dst = ep.fixed_dst_mac ? ep.dst_mac : request_mac(op == wire::kGet ? kPrefixGet : kPrefixOther, 0);
   const wire::Addr src{ep.mac.data(), ep.ip, ep.src_port};
   wire::Header h;
   h.opcode = op;
@@ -29,7 +29,7 @@ std::vector<uint8_t> make_template(const Endpoint& ep, uint32_t client_id, uint8
 
 RequestBuilder::RequestBuilder(const Endpoint& ep, uint32_t client_id, size_t key_size,
                                size_t value_size, size_t mtu)
-    : key_size_(key_size) {
+    : key_size_(key_size), fixed_dst_mac_(ep.fixed_dst_mac) {
   if (key_size < 5 || key_size > wire::kMaxKeyLen)
     throw std::invalid_argument("--key-size: must be in 5.." + std::to_string(wire::kMaxKeyLen));
   if (wire::kMinFrame + key_size + value_size > wire::kEthLen + mtu)
@@ -50,14 +50,15 @@ size_t RequestBuilder::write(uint8_t* out, bool put, uint64_t key_id, uint32_t s
   std::memcpy(out, tpl.data(), tpl.size());
   const std::string key = key_name(key_id, key_size_);
   std::memcpy(out + wire::kMinFrame, key.data(), key_size_);
-  const uint64_t hash =
-      key_hash(std::span<const uint8_t>(out + wire::kMinFrame, key_size_));
-  const Mac dst = request_mac(put ? kPrefixOther : kPrefixGet, hash);
   wire::FrameHeader* h = wire::header_of(out);
-  std::memcpy(h->eth.dst, dst.data(), dst.size());
   h->exo.seq.set(seq);
   // Checksums stay valid: the IPv4 header checksum covers none of the patched bytes, and the
   // template's UDP checksum is 0 (none), like every sender of the project.
+  if (fixed_dst_mac_) return tpl.size();  // the template's MAC is every request's
+  const uint64_t hash =
+      key_hash(std::span<const uint8_t>(out + wire::kMinFrame, key_size_));
+  const Mac dst = request_mac(put ? kPrefixOther : kPrefixGet, hash);
+  std::memcpy(h->eth.dst, dst.data(), dst.size());
   return tpl.size();
 }
 

@@ -3,6 +3,7 @@
 // destination MAC (prefix + 40-bit key hash) and the seq, through wire::FrameHeader. Every key
 // has the same length, so the IPv4 total length and header checksum of a template hold for
 // every request built from it; the UDP checksum is 0 (none), so the key and seq need none.
+// With a fixed destination MAC (--dst-mac) the MAC is part of the template and not patched.
 #pragma once
 
 #include <cstddef>
@@ -21,9 +22,26 @@ struct Endpoint {
   uint16_t src_port = 0;    // UDP src port: replies come back to it
   uint32_t service_ip = 0;  // IPv4 dst of every request, host order
   uint16_t udp_port = 0;    // UDP dst port of every request
+  // --dst-mac: every request goes to dst_mac instead of prefix + key hash (a reflector or a
+  // memcached server has one MAC; memcached mode always sets it).
+  bool fixed_dst_mac = false;
+  Mac dst_mac{};
 };
 
-class RequestBuilder {
+// What the TX loop needs from a request format (exo: RequestBuilder; memcached:
+// MemcachedRequestBuilder in memcached_udp.h). One virtual call per request: a few ns against
+// the microseconds of a sendmmsg slot.
+class RequestWriter {
+ public:
+  virtual ~RequestWriter() = default;
+  // The largest frame write() produces (the TX loop's buffer stride).
+  virtual size_t max_frame_len() const = 0;
+  // Writes the GET (put = false) or PUT request for key id `key_id` with `seq` into `out`,
+  // which must hold max_frame_len() bytes. Returns the frame length.
+  virtual size_t write(uint8_t* out, bool put, uint64_t key_id, uint32_t seq) const = 0;
+};
+
+class RequestBuilder final : public RequestWriter {
  public:
   // Throws std::invalid_argument naming the option when a frame would not fit 14 + mtu bytes
   // or key_size is outside what key_name and the wire format allow.
@@ -31,17 +49,18 @@ class RequestBuilder {
                  size_t mtu);
 
   size_t frame_len(bool put) const { return put ? put_.size() : get_.size(); }
-  size_t max_frame_len() const { return put_.size(); }
+  size_t max_frame_len() const override { return put_.size(); }
   size_t key_size() const { return key_size_; }
 
   // Writes the GET (put = false) or PUT request for key id `key_id` with `seq` into `out`,
   // which must hold frame_len(put) bytes. Returns the frame length.
-  size_t write(uint8_t* out, bool put, uint64_t key_id, uint32_t seq) const;
+  size_t write(uint8_t* out, bool put, uint64_t key_id, uint32_t seq) const override;
 
  private:
   std::vector<uint8_t> get_;
   std::vector<uint8_t> put_;
   size_t key_size_;
+  bool fixed_dst_mac_;
 };
 
 }  // namespace exo::loadgen

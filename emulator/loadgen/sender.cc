@@ -10,7 +10,7 @@
 
 namespace exo::loadgen {
 
-Sender::Sender(const SenderConfig& cfg, const RequestBuilder& builder, FrameSink& sink,
+Sender::Sender(const SenderConfig& cfg, const RequestWriter& builder, FrameSink& sink,
                SendRing& ring, Series& series)
     : cfg_(cfg), builder_(builder), sink_(sink), ring_(ring), series_(series),
       zipf_(cfg.keys, cfg.alpha), swap_(cfg.keys, cfg.swap_count, cfg.swap_every_ns),

@@ -1,7 +1,8 @@
 // The open-loop TX loop. Requests leave at `rate` per second, paced by a TokenBucket on the
 // monotonic clock in batches of `batch` frames (one sendmmsg each), whatever the replies do.
 // When ahead of schedule the loop sleeps (clock_nanosleep) until the bucket holds a batch,
-// so it never spins a core. Frames are patched copies of prebuilt templates (RequestBuilder),
+// so it never spins a core. Frames are patched copies of prebuilt templates (a RequestWriter:
+// RequestBuilder for exo and reflect, MemcachedRequestBuilder for memcached),
 // written into buffers allocated once.
 //
 // Keys: rank ~ Zipf(alpha) over `keys` ranks (alpha 0 = uniform), mapped to a key id by the
@@ -52,7 +53,7 @@ struct TxStats {
 class Sender {
  public:
   // Throws std::invalid_argument for a config the samplers reject.
-  Sender(const SenderConfig& cfg, const RequestBuilder& builder, FrameSink& sink, SendRing& ring,
+  Sender(const SenderConfig& cfg, const RequestWriter& builder, FrameSink& sink, SendRing& ring,
          Series& series);
 
   // Sends from series.start_ns() for duration_ns or until `stop`; calls each_second(t) on
@@ -63,7 +64,7 @@ class Sender {
   void send_batch(unsigned n, uint64_t now, TxStats& st);
 
   SenderConfig cfg_;
-  const RequestBuilder& builder_;
+  const RequestWriter& builder_;
   FrameSink& sink_;
   SendRing& ring_;
   Series& series_;

@@ -171,5 +171,166 @@ TEST(Options, PlanResolvesTheClientAndSizes) {
   EXPECT_EQ(j["client_ip"], "10.0.3.1");
 }
 
+TEST(Options, ParsesProtocolAndAddressOverrides) {
+  Options o;
+  const auto r = parse_options({"exo-loadgen", "--config", "x.json", "--client", "client0", "--rate",
+                                "1000", "--protocol", "memcached", "--dst-mac", "02:00:00:00:0b:02",
+                                "--dst-ip", "10.9.0.2", "--dst-port", "11311", "--src-mac",
+                                "02:00:00:00:0a:01", "--src-ip", "10.9.0.1"},
+                               &o);
+  ASSERT_TRUE(r.run) << r.message;
+  EXPECT_EQ(o.protocol, "memcached");
+  EXPECT_EQ(o.dst_mac, "02:00:00:00:0b:02");
+  EXPECT_EQ(o.dst_ip, "10.9.0.2");
+  EXPECT_TRUE(o.has_dst_port);
+  EXPECT_EQ(o.dst_port, 11311u);
+  EXPECT_EQ(o.src_mac, "02:00:00:00:0a:01");
+  EXPECT_EQ(o.src_ip, "10.9.0.1");
+  Options d;
+  ASSERT_TRUE(parse_options({"exo-loadgen", "--config", "x", "--client", "c", "--rate", "1"}, &d).run);
+  EXPECT_EQ(d.protocol, "exo");  // the default: unchanged behaviour
+  EXPECT_FALSE(d.has_dst_port);
+  EXPECT_TRUE(d.dst_mac.empty() && d.dst_ip.empty() && d.src_mac.empty() && d.src_ip.empty());
+}
+
+Options memcached() {
+  Options o = base();
+  o.protocol = "memcached";
+  o.dst_mac = "02:00:00:00:0b:02";
+  o.dst_ip = "10.9.0.2";
+  return o;
+}
+
+TEST(Options, ProtocolAndAddressErrorsNameTheOption) {
+  Options o = base();
+  o.protocol = "redis";
+  EXPECT_TRUE(names(error_of(o), "--protocol"));
+  for (const char* bad : {"02:00:00:00:0b", "zz:00:00:00:0b:02", "00:00:00:00:00:00", "junk"}) {
+    o = base();
+    o.dst_mac = bad;
+    EXPECT_TRUE(names(error_of(o), "--dst-mac")) << bad;
+    o = base();
+    o.src_mac = bad;
+    EXPECT_TRUE(names(error_of(o), "--src-mac")) << bad;
+  }
+  o = base();
+  o.src_mac = "03:00:00:00:0a:01";  // multicast: no source
+  EXPECT_TRUE(names(error_of(o), "--src-mac"));
+  o.src_mac = "";
+  o.dst_mac = "ff:ff:ff:ff:ff:ff";  // a destination may be anything but zero
+  EXPECT_EQ(error_of(o), "");
+  for (const char* bad : {"10.9.0", "10.9.0.256", "0.0.0.0", "host"}) {
+    o = base();
+    o.dst_ip = bad;
+    EXPECT_TRUE(names(error_of(o), "--dst-ip")) << bad;
+    o = base();
+    o.src_ip = bad;
+    EXPECT_TRUE(names(error_of(o), "--src-ip")) << bad;
+  }
+  o = base();
+  o.has_dst_port = true;
+  o.dst_port = 0;
+  EXPECT_TRUE(names(error_of(o), "--dst-port"));
+  o.dst_port = 65536;
+  EXPECT_TRUE(names(error_of(o), "--dst-port"));
+  Options p;
+  const auto r = parse_options({"exo-loadgen", "--config", "x", "--client", "c", "--rate", "1",
+                                "--dst-port", "port"}, &p);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.message.find("--dst-port"), std::string::npos) << r.message;
+}
+
+TEST(Options, MemcachedNeedsTheServerAndGetsOnly) {
+  EXPECT_EQ(error_of(memcached()), "");
+  Options o = memcached();
+  o.dst_mac = "";
+  EXPECT_TRUE(names(error_of(o), "--dst-mac"));
+  o = memcached();
+  o.dst_ip = "";
+  EXPECT_TRUE(names(error_of(o), "--dst-ip"));
+  o = memcached();
+  o.get_ratio = 0.95;
+  const std::string err = error_of(o);
+  EXPECT_TRUE(names(err, "--get-ratio"));
+  EXPECT_NE(err.find("GETs only"), std::string::npos) << err;
+  o = memcached();
+  o.value_size = 5000;  // no PUTs: the value size does not matter
+  EXPECT_EQ(error_of(o), "");
+  // reflect sends the exo requests: PUTs allowed, no server address needed.
+  o = base();
+  o.protocol = "reflect";
+  o.get_ratio = 0.5;
+  EXPECT_EQ(error_of(o), "");
+}
+
+TEST(Options, PlanAppliesTheOverrides) {
+  RunPlan p;
+  Options o = base();
+  o.protocol = "reflect";  // no overrides: the cluster's service address and the key-hash MAC
+  ASSERT_EQ(plan_run(o, test_cluster(), &p), "");
+  EXPECT_EQ(p.protocol, Protocol::kReflect);
+  EXPECT_FALSE(p.endpoint.fixed_dst_mac);
+  EXPECT_EQ(p.endpoint.service_ip, 0x0a0000feu);
+  EXPECT_EQ(p.endpoint.udp_port, 7777);
+  EXPECT_EQ(p.endpoint.mac, (Mac{0x02, 0, 0, 0, 3, 1}));
+  EXPECT_EQ(p.endpoint.ip, 0x0a000301u);
+  auto j = params_json(o, p);
+  EXPECT_EQ(j["protocol"], "reflect");
+  EXPECT_TRUE(j["dst_mac"].is_null());
+  EXPECT_TRUE(j["dst_ip"].is_null());
+  EXPECT_TRUE(j["dst_port"].is_null());
+
+  o = memcached();
+  o.src_mac = "02:00:00:00:0a:01";
+  o.src_ip = "10.9.0.1";
+  ASSERT_EQ(plan_run(o, test_cluster(), &p), "");
+  EXPECT_EQ(p.protocol, Protocol::kMemcached);
+  EXPECT_TRUE(p.endpoint.fixed_dst_mac);
+  EXPECT_EQ(p.endpoint.dst_mac, (Mac{0x02, 0, 0, 0, 0x0b, 0x02}));
+  EXPECT_EQ(p.endpoint.service_ip, 0x0a090002u);
+  EXPECT_EQ(p.endpoint.udp_port, 11211);  // memcached's port unless --dst-port
+  EXPECT_EQ(p.endpoint.mac, (Mac{0x02, 0, 0, 0, 0x0a, 0x01}));
+  EXPECT_EQ(p.endpoint.ip, 0x0a090001u);
+  j = params_json(o, p);
+  EXPECT_EQ(j["protocol"], "memcached");
+  EXPECT_EQ(j["dst_mac"], "02:00:00:00:0b:02");
+  EXPECT_EQ(j["dst_ip"], "10.9.0.2");
+  EXPECT_EQ(j["service_ip"], "10.9.0.2");  // where the requests went
+  EXPECT_EQ(j["udp_port"], 11211);
+  EXPECT_EQ(j["client_mac"], "02:00:00:00:0a:01");  // the requests' source
+  EXPECT_EQ(j["client_ip"], "10.9.0.1");
+  EXPECT_EQ(j["src_ip"], "10.9.0.1");
+  o.has_dst_port = true;
+  o.dst_port = 11311;
+  ASSERT_EQ(plan_run(o, test_cluster(), &p), "");
+  EXPECT_EQ(p.endpoint.udp_port, 11311);
+  o = base();
+  o.dst_ip = "10.9.0.2";  // exo with a destination override
+  o.has_dst_port = true;
+  o.dst_port = 9999;
+  ASSERT_EQ(plan_run(o, test_cluster(), &p), "");
+  EXPECT_EQ(p.endpoint.service_ip, 0x0a090002u);
+  EXPECT_EQ(p.endpoint.udp_port, 9999);
+  EXPECT_FALSE(p.endpoint.fixed_dst_mac);
+}
+
+TEST(Options, MemcachedWindowIsAtMost65536) {
+  RunPlan p;
+  Options o = memcached();
+  o.rate = 1'000'000;  // 1.51 M requests in flight would need a 2^21 window in exo mode
+  ASSERT_EQ(plan_run(o, test_cluster(), &p), "");
+  EXPECT_EQ(p.window, 65'536u);
+  EXPECT_EQ(params_json(o, p)["window"], 65'536);
+  o.rate = 5e7;  // beyond the exo window's limit, yet fine here: the window is capped
+  EXPECT_EQ(error_of(o), "");
+  o.rate = 10'000;  // small rates keep the smaller window
+  ASSERT_EQ(plan_run(o, test_cluster(), &p), "");
+  EXPECT_EQ(p.window, 16'384u);
+  o.protocol = "exo";
+  o.rate = 1'000'000;
+  ASSERT_EQ(plan_run(o, test_cluster(), &p), "");
+  EXPECT_EQ(p.window, 2'097'152u);
+}
+
 }  // namespace
 }  // namespace exo::loadgen

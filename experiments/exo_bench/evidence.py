@@ -1,0 +1,86 @@
+"""What a server spends per request, read with perf while the generator runs at a fixed rate:
+CPU time and system calls per answered request (`perf stat`: task-clock and the
+raw_syscalls:sys_enter tracepoint) and where the CPU time goes (`perf record`, top symbols).
+This VM exposes no hardware counters (`cycles` is <not supported>), so cycles per request is
+CPU time x the nominal clock from /proc/cpuinfo, labelled as an estimate. A busy-polling DPDK
+loop is billed for its empty polls too, so its CPU time per request is only meaningful near its
+ceiling: the bench measures evidence at 0.9 x each server's ceiling."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Callable, Optional
+
+from .search import Run
+
+
+def cpu_mhz() -> Optional[float]:
+    try:
+        vals = [float(m) for m in re.findall(r"^cpu MHz\s*:\s*([\d.]+)", Path("/proc/cpuinfo").read_text(), re.M)]
+        return sum(vals) / len(vals) if vals else None
+    except OSError:
+        return None
+
+
+def _parse_stat_csv(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split(",")
+        if len(parts) >= 3 and parts[0] and parts[0][0].isdigit():
+            try:
+                out[parts[2]] = float(parts[0])
+            except ValueError:
+                pass
+    return out
+
+
+def _top_symbols(report: str, n: int = 12) -> list[dict]:
+    rows = []
+    for line in report.splitlines():
+        m = re.match(r"^\s+([\d.]+)%\s+(\S+)\s+\[[.k]\]\s+(.+)$", line)
+        if m:
+            rows.append({"percent": float(m.group(1)), "object": m.group(2), "symbol": m.group(3).strip()})
+        if len(rows) >= n:
+            break
+    return rows
+
+
+def measure(pid: int, seconds: float, run: Callable[[], Run], out_dir: Path, label: str) -> dict:
+    """Runs `run()` (a generator run of about `seconds`) while perf watches `pid`."""
+    if not shutil.which("perf"):
+        return {"error": "perf not installed (Debian package linux-perf)"}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = out_dir / f"{label}.perf.data"
+    window = max(0.5, seconds - 0.3)  # inside the send phase
+    stat = subprocess.Popen(["perf", "stat", "-x,", "-e", "task-clock,raw_syscalls:sys_enter,context-switches",
+                             "-p", str(pid), "--", "sleep", f"{window:.2f}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rec = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-o", str(data), "-p", str(pid), "--",
+                            "sleep", f"{window:.2f}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r = run()
+    _, err = stat.communicate(timeout=60)
+    rec.wait(timeout=60)
+    counts = _parse_stat_csv(err)
+    answered_in_window = r.answered_rps * window
+    ev: dict = {"rate": r.rate, "answered_rps": r.answered_rps, "loss": r.loss, "window_s": round(window, 2)}
+    if "task-clock" not in counts or answered_in_window <= 0:
+        ev["error"] = f"perf stat gave nothing usable: {err.strip()[-300:]}"
+        return ev
+    task_ms = counts["task-clock"]  # perf reports msec
+    ev["cpu_utilisation"] = round(task_ms / 1000 / window, 3)
+    ev["cpu_ns_per_request"] = round(task_ms * 1e6 / answered_in_window, 1)
+    mhz = cpu_mhz()
+    if mhz:
+        ev["cycles_per_request_estimate"] = round(ev["cpu_ns_per_request"] * mhz / 1000)
+        ev["cpu_mhz_nominal"] = round(mhz)
+    if "raw_syscalls:sys_enter" in counts:
+        ev["syscalls_per_request"] = round(counts["raw_syscalls:sys_enter"] / answered_in_window, 2)
+    if "context-switches" in counts:
+        ev["context_switches_per_s"] = round(counts["context-switches"] / window)
+    rep = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--no-children", "--sort", "dso,symbol",
+                          "-g", "none", "--percent-limit", "1"], capture_output=True, text=True, timeout=120)
+    ev["profile_top"] = _top_symbols(rep.stdout)
+    ev["profile_file"] = str(data)
+    return ev

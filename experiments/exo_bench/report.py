@@ -1,0 +1,172 @@
+"""Ratios against their targets, the JSON document, the table and the PNG.
+
+Each ratio is one number from one run, with its target, whether it was met, by how much it
+was missed, and what limits it (the limiting case's perf evidence and its search's limit). No
+test asserts a speed: the figures are printed and saved."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+SCHEMA = "exo-bench-dataplane/1"
+
+# name -> (numerator, denominator, target, what the quotient means)
+TARGETS = {
+    "cache_vs_raw": 0.8,
+    "cache_vs_memcached": 3.0,
+    "db_vs_rocksdb": 0.7,
+    "db_p99_vs_cache_p99": 3.0,
+}
+CLIENT_TARGETS = {"pipelined_gets_per_s": 100_000.0, "pipelined_vs_pure_python_sync": 3.0}
+
+
+def _ceiling(doc: dict, case: str) -> Optional[float]:
+    return ((doc["cases"].get(case) or {}).get("ceiling") or {}).get("rps")
+
+
+def _p99_at_common(doc: dict, case: str) -> Optional[float]:
+    return ((doc["cases"].get(case) or {}).get("latency_at_common") or {}).get("p99_us")
+
+
+def _ratio(value: Optional[float], target: float, limits: list[str], num: str, den: str) -> dict:
+    d = {"value": None if value is None else round(value, 3), "target": target, "of": f"{num} / {den}"}
+    if value is None:
+        d.update(met=None, short_by=None, limits=["not measured: " + "; ".join(limits) if limits else "not measured"])
+        return d
+    d.update(met=value >= target, short_by=None if value >= target else round(target - value, 3))
+    if value < target:
+        d["limits"] = limits
+    return d
+
+
+def _limits_of(doc: dict, case: str) -> list[str]:
+    """What the JSON knows about why `case` is where it is: its search limit and perf figures."""
+    c = doc["cases"].get(case) or {}
+    out = []
+    lim = (c.get("ceiling") or {}).get("limited_by")
+    if lim:
+        out.append(f"{case}: ceiling limited by {lim}")
+    ev = c.get("evidence") or {}
+    if "cpu_ns_per_request" in ev:
+        top = ", ".join(f"{s['symbol']} {s['percent']:.0f}%" for s in (ev.get("profile_top") or [])[:4])
+        out.append(f"{case}: {ev['cpu_ns_per_request']:.0f} CPU-ns/request (~{ev.get('cycles_per_request_estimate', '?')}"
+                   f" cycles, estimate), {ev.get('syscalls_per_request', '?')} syscalls/request, CPU "
+                   f"{ev.get('cpu_utilisation', 0):.0%} at {ev['rate']:,.0f}/s; profile: {top}")
+    return out
+
+
+def compute_ratios(doc: dict) -> dict:
+    cache, raw, mc, db = (_ceiling(doc, c) for c in ("cache_node", "raw", "memcached", "db_node"))
+    rdb = (doc.get("rocksdb_in_process") or {}).get("gets_per_s")
+    cp99, dp99 = _p99_at_common(doc, "cache_node"), _p99_at_common(doc, "db_node")
+    div = lambda a, b: a / b if a and b else None  # noqa: E731
+    r = {
+        "cache_vs_raw": _ratio(div(cache, raw), TARGETS["cache_vs_raw"],
+                               _limits_of(doc, "cache_node") + _limits_of(doc, "raw"), "cache_node", "raw"),
+        "cache_vs_memcached": _ratio(div(cache, mc), TARGETS["cache_vs_memcached"],
+                                     _limits_of(doc, "cache_node") + _limits_of(doc, "memcached"),
+                                     "cache_node", "memcached"),
+        "db_vs_rocksdb": _ratio(div(db, rdb), TARGETS["db_vs_rocksdb"], _limits_of(doc, "db_node"),
+                                "db_node", "rocksdb_in_process"),
+        "db_p99_vs_cache_p99": _ratio(div(dp99, cp99), TARGETS["db_p99_vs_cache_p99"],
+                                      _limits_of(doc, "cache_node") + _limits_of(doc, "db_node"),
+                                      "db_node p99", "cache_node p99 (at the common rate)"),
+    }
+    ovs_f, ovs_c = _ceiling(doc, "ovs_forward"), _ceiling(doc, "ovs_cache_node")
+    r["ovs_cache_vs_ovs_forward"] = {"value": None if not (ovs_f and ovs_c) else round(ovs_c / ovs_f, 3),
+                                     "target": None, "of": "ovs_cache_node / ovs_forward (context, no target)"}
+    return r
+
+
+def client_figures(client: Optional[dict]) -> dict:
+    if not client:
+        return {"error": "not measured"}
+    p = (client.get("pipelined") or {}).get("gets_per_s") or client.get("pipelined_gets_per_s")
+    s = (client.get("sync") or {}).get("gets_per_s") or client.get("sync_gets_per_s")
+    pp = (client.get("sync_pure_python") or {}).get("gets_per_s") or client.get("sync_gets_per_s_pure_python")
+    out = {"pipelined_gets_per_s": p, "sync_gets_per_s": s, "sync_gets_per_s_pure_python": pp,
+           "native": client.get("native"), "detail": client}
+    out["targets"] = {
+        "pipelined_gets_per_s": {"value": p, "target": CLIENT_TARGETS["pipelined_gets_per_s"],
+                                 "met": None if p is None else p >= CLIENT_TARGETS["pipelined_gets_per_s"]},
+        "pipelined_vs_pure_python_sync": {
+            "value": round(p / pp, 2) if p and pp else None, "target": CLIENT_TARGETS["pipelined_vs_pure_python_sync"],
+            "met": None if not (p and pp) else p / pp >= CLIENT_TARGETS["pipelined_vs_pure_python_sync"]},
+    }
+    return out
+
+
+def write_json(doc: dict, path: Path) -> None:
+    tmp = path.with_suffix(f".tmp.{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
+def _fmt(v, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and v < 100:
+        return f"{v:.2f}{unit}"
+    return f"{v:,.0f}{unit}"
+
+
+def table(doc: dict) -> str:
+    rows = ["case                 ceiling (req/s, loss<=1%)  limited by         p50 / p99 / p999 us at common rate   CPU-ns/req  syscalls/req"]
+    for name, c in doc["cases"].items():
+        ceil = c.get("ceiling") or {}
+        lat = c.get("latency_at_common") or {}
+        ev = c.get("evidence") or {}
+        loss = f" (loss {lat['loss']:.2%})" if lat else ""
+        lat_s = f"{_fmt(lat.get('p50_us'))} / {_fmt(lat.get('p99_us'))} / {_fmt(lat.get('p999_us'))}{loss}"
+        rows.append(f"{name:20s} {_fmt(ceil.get('rps')):>26s}  {str(ceil.get('limited_by') or ''):17s}  "
+                    f"{lat_s:36s}  {_fmt(ev.get('cpu_ns_per_request')):>10s}  {_fmt(ev.get('syscalls_per_request')):>10s}")
+    rdb = doc.get("rocksdb_in_process") or {}
+    rows.append(f"{'rocksdb_in_process':20s} {_fmt(rdb.get('gets_per_s')):>26s}  {'(closed loop)':17s}  "
+                f"{_fmt(rdb.get('p50_us'))} / {_fmt(rdb.get('p99_us'))} / {_fmt(rdb.get('p999_us'))} per Get, in process")
+    rows.append(f"common offered rate: {_fmt(doc.get('common_rate'))} req/s (50% of the lowest node ceiling)")
+    rows.append("")
+    rows.append("ratio                      value    target  met")
+    for name, r in doc["ratios"].items():
+        met = {True: "yes", False: f"NO (short by {r.get('short_by')})", None: "-"}[r.get("met")]
+        rows.append(f"{name:25s} {_fmt(r.get('value')):>7s}  {_fmt(r.get('target')):>7s}  {met}")
+    cl = doc.get("client") or {}
+    if cl.get("pipelined_gets_per_s") is not None or cl.get("sync_gets_per_s") is not None:
+        rows.append("")
+        rows.append(f"client (one Python process): pipelined {_fmt(cl.get('pipelined_gets_per_s'))} GETs/s, "
+                    f"one-at-a-time {_fmt(cl.get('sync_gets_per_s'))}, pure Python one-at-a-time "
+                    f"{_fmt(cl.get('sync_gets_per_s_pure_python'))}")
+    return "\n".join(rows)
+
+
+def plot(doc: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n in doc["cases"] if (doc["cases"][n].get("ceiling") or {}).get("rps")]
+    ceil = [doc["cases"][n]["ceiling"]["rps"] for n in names]
+    rdb = (doc.get("rocksdb_in_process") or {}).get("gets_per_s")
+    if rdb:
+        names.append("rocksdb_in_process")
+        ceil.append(rdb)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    a1.barh(names, ceil, color=["#888" if n in ("raw", "ovs_forward") else "#3b7dd8" for n in names])
+    for y, v in enumerate(ceil):
+        a1.text(v, y, f" {v:,.0f}", va="center", fontsize=8)
+    a1.set_xlabel("requests/s answered with loss <= 1% (rocksdb: closed-loop Gets/s)")
+    a1.set_title("Ceilings, one server core, one generator core")
+    lat = [(n, doc["cases"][n].get("latency_at_common")) for n in doc["cases"]]
+    lat = [(n, d) for n, d in lat if d and d.get("p50_us") is not None]
+    xs = range(len(lat))
+    for off, key, col in ((-0.25, "p50_us", "#9cc"), (0, "p99_us", "#39c"), (0.25, "p999_us", "#036")):
+        a2.bar([x + off for x in xs], [d.get(key) or 0 for _, d in lat], width=0.25, label=key[:-3], color=col)
+    a2.set_xticks(list(xs), [n for n, _ in lat], rotation=20, fontsize=8)
+    a2.set_yscale("log")
+    a2.set_ylabel("latency, us")
+    a2.set_title(f"At {doc.get('common_rate') or 0:,.0f} req/s offered to each")
+    a2.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

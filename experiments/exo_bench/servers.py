@@ -1,0 +1,182 @@
+"""Each server under test: how to start it in the server namespace (pinned to the server core),
+fill it, and aim the generator at it. Every server is started inside a `Procs` block, so it is
+stopped when the block ends.
+
+    reflector   Debian's dpdk-testpmd, macswap, on the same af_packet vdev as the cache node:
+                the raw I/O ceiling of that port (frames/s the generator gets back)
+    cache node  exo-cache-node, one lcore, no idle back-off, holding `hot_keys` keys that it
+                FETCHed from a real db node (which is stopped before measuring)
+    memcached   Debian's memcached 1.6, one worker thread, UDP, holding the same keys and values
+    db node     exo-db-node, one packet thread, over the loaded RocksDB directory
+"""
+from __future__ import annotations
+
+import math
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from exo_common.config import parse_config, write_resolved
+from exo_topo.configgen import emulation_config_dict
+
+from .loadgen import Target
+from .net import Link, in_netns
+from .procs import SRV_CORE, Procs, wait_until
+
+MEMCACHED_PORT = 11211
+PREFILL_BATCH = 1000
+
+
+@dataclass
+class Bench:
+    """What every case shares in one run."""
+    build: Path
+    run_dir: Path
+    db_dir: Path          # RocksDB directory loaded with db_keys keys (exo-db-load)
+    db_keys: int
+    hot_keys: list[bytes]  # the keys the cache node and memcached hold (ids 0..len-1)
+    value_size: int = 512
+
+
+# ---------------------------------------------------------------- the cluster config
+
+CACHE_NAME, DB_NAME, CLIENT_NAME = "cache0", "db0", "client0"
+
+
+def node_addrs() -> dict[str, tuple[str, str]]:
+    """name -> (mac, ip) as emulation_config_dict lays them out (topo/exo_topo/configgen.py)."""
+    d = emulation_config_dict(1, 1, 1, "/tmp/exo/bench")
+    return {n["name"]: (n["mac"], n["ip"]) for n in (*d["cache_nodes"], *d["db_nodes"], *d["clients"])}
+
+
+def write_config(b: Bench, link: Link, tag: str):
+    """One cache node, one db node and one client on this link, with no controller and no
+    switch: the cache node keeps what it FETCHed although its rule requests fail, which is all a
+    bare link needs (there is no switch to route by rules)."""
+    run = b.run_dir / tag
+    cap = max(1, len(b.hot_keys))
+    d = emulation_config_dict(
+        1, 1, 1, run, cap,
+        switch=dict(cache_rule_capacity=math.ceil(cap / 0.9) + 8),
+        cache_fill=dict(enabled=False),
+        controller=dict(grpc=f"unix:{run}/no-controller.sock", heartbeat_interval_ms=60_000))
+    c, db, cl = d["cache_nodes"][0], d["db_nodes"][0], d["clients"][0]
+    c.update(iface=link.srv.iface, lcores=str(SRV_CORE), idle_sleep_us=0)
+    db.update(iface=link.srv.iface, data_dir=str(b.db_dir), threads=1, sync_writes=False)
+    cl.update(iface=link.gen.iface)
+    cfg = parse_config(d, "<bench>")
+    return write_resolved(cfg, run / "cluster.json"), cfg
+
+
+# ---------------------------------------------------------------- servers
+
+def start_reflector(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path, cfg) -> tuple[Target, dict]:
+    """testpmd forwards on one lcore (the server core); its main lcore only prints stats and
+    sleeps, so it shares the generator's core at no measurable cost."""
+    cmd = ["dpdk-testpmd", "--no-huge", "-m", "256", "--no-pci", f"--file-prefix=exob-{tag}",
+           f"--vdev=net_af_packet0,iface={link.srv.iface}", "-l", f"0,{SRV_CORE}", "--main-lcore", "0",
+           "--log-level=*:warning", "--",
+           "--forward-mode=macswap", "--auto-start", "--no-mlockall", "--nb-cores=1",
+           # testpmd sizes its default pool for every possible port: too much for -m 256.
+           "--total-num-mbufs=16384",
+           # With a stats period testpmd loops until a signal instead of reading stdin.
+           "--stats-period=3600"]
+    # stdbuf: testpmd's stdout is a file here; line-buffer it so the log is readable live.
+    proc = procs.start(tag, link.srv.netns, None, ["stdbuf", "-oL", *cmd])
+    time.sleep(1.0)
+    procs.check_alive(tag, proc)  # readiness: the bench's probe run (cases.py) sees it reflect
+    return Target("reflect", keys=len(b.hot_keys)), {"pid": proc.pid, "program": "dpdk-testpmd macswap"}
+
+
+def start_cache_node(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path, cfg) -> tuple[Target, dict]:
+    """The cache node filled the way the cluster fills it: Cache RPCs, FETCHed from a real db
+    node over gRPC. The db node is then stopped: on a bare link it would answer the GETs too."""
+    import grpc
+    from exo_topo.grpc_clients import Stubs
+    from exoproto import control_pb2 as pb
+
+    db = procs.start(f"{tag}-db0", link.srv.netns, SRV_CORE,
+                     [str(b.build / "db-node/exo-db-node"), "--cluster", str(cfg_path), "--name", DB_NAME])
+    cache = procs.start(f"{tag}-cache0", link.srv.netns, SRV_CORE,
+                        [str(b.build / "cache-node/exo-cache-node"), "--cluster", str(cfg_path),
+                         "--name", CACHE_NAME])
+    stubs = Stubs(cfg)
+    try:
+        def alive():
+            procs.check_alive(f"{tag}-db0", db)
+            procs.check_alive(f"{tag}-cache0", cache)
+        wait_until(lambda: stubs.stats(DB_NAME, timeout=1) is not None, "db node", alive=alive)
+        wait_until(lambda: stubs.stats(CACHE_NAME, timeout=1) is not None, "cache node", alive=alive)
+        t0 = time.monotonic()
+        errors: set[str] = set()
+        stub = stubs.cache(CACHE_NAME)
+        for i in range(0, len(b.hot_keys), PREFILL_BATCH):
+            rep = stub.Cache(pb.KeysRequest(keys=b.hot_keys[i:i + PREFILL_BATCH]), timeout=120)
+            if rep.error:
+                errors.add(rep.error.split(":")[0])
+        held = len(stubs.cached_keys(CACHE_NAME, timeout=30))
+        if held != len(b.hot_keys):
+            raise RuntimeError(f"cache node holds {held} of {len(b.hot_keys)} keys after the prefill "
+                               f"(errors: {sorted(errors)})")
+        fill = {"keys": held, "seconds": round(time.monotonic() - t0, 2),
+                "rule_errors": sorted(errors),
+                "note": "no controller runs on a bare link: the cache node's rule requests fail and it keeps the entries"}
+    finally:
+        stubs.close()
+        procs.stop(db)
+    return Target("exo", keys=len(b.hot_keys)), {"pid": cache.pid, "fill": fill}
+
+
+def start_memcached(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path, cfg) -> tuple[Target, dict]:
+    """memcached with one worker thread (-t 1), UDP on, the same keys and value size, loaded over
+    TCP from inside the server namespace."""
+    ip = link.srv.ip
+    mem_mb = max(64, int(len(b.hot_keys) * (b.value_size + 200) / 2**20 * 2))
+    proc = procs.start(tag, link.srv.netns, SRV_CORE,
+                       ["memcached", "-u", "root", "-t", "1", "-l", ip, "-p", str(MEMCACHED_PORT),
+                        "-U", str(MEMCACHED_PORT), "-m", str(mem_mb), "-c", "1024"])
+    with in_netns(link.srv.netns):
+        wait_until(lambda: socket.create_connection((ip, MEMCACHED_PORT), timeout=1).close() is None,
+                   "memcached", alive=lambda: procs.check_alive(tag, proc))
+        stored = _memcached_load(ip, b.hot_keys, b.value_size)
+    if stored != len(b.hot_keys):
+        raise RuntimeError(f"memcached stored {stored} of {len(b.hot_keys)} keys")
+    return (Target("memcached", keys=len(b.hot_keys),
+                   dst={"mac": link.srv.mac, "ip": ip, "port": MEMCACHED_PORT}),
+            {"pid": proc.pid, "threads": 1, "memory_mb": mem_mb})
+
+
+def value_of(key: bytes, size: int) -> bytes:
+    """memcached's copy of a key's value: the same size as the db node's (exo-db-load)."""
+    return (key * (size // len(key) + 1))[:size]
+
+
+def _memcached_load(ip: str, keys: list[bytes], value_size: int) -> int:
+    with socket.create_connection((ip, MEMCACHED_PORT), timeout=10) as s:
+        f = s.makefile("rb")
+        stored = 0
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            s.sendall(b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, value_size, value_of(k, value_size))
+                               for k in chunk))
+            for _ in chunk:
+                line = f.readline()
+                if line == b"STORED\r\n":
+                    stored += 1
+                elif not line:
+                    raise RuntimeError("memcached closed the connection while loading")
+        return stored
+
+
+def start_db_node(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path, cfg) -> tuple[Target, dict]:
+    from exo_topo.grpc_clients import Stubs
+    db = procs.start(f"{tag}-db0", link.srv.netns, SRV_CORE,
+                     [str(b.build / "db-node/exo-db-node"), "--cluster", str(cfg_path), "--name", DB_NAME])
+    stubs = Stubs(cfg)
+    try:
+        wait_until(lambda: stubs.stats(DB_NAME, timeout=1) is not None, "db node",
+                   alive=lambda: procs.check_alive(f"{tag}-db0", db), timeout=120)
+    finally:
+        stubs.close()
+    return Target("exo", keys=b.db_keys), {"pid": db.pid, "threads": 1}

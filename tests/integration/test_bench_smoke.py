@@ -1,0 +1,84 @@
+"""`make bench`'s data-plane benchmark, as a smoke run (a second or so per generator run): the
+harness creates and removes its namespaces and processes, every case reports a ceiling found by
+the loss rule with each run's loss beside it, the ratios carry their targets, and Ctrl-C leaves
+nothing behind. Speeds are never asserted."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mininet
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ("raw", "cache_node", "memcached", "db_node", "ovs_forward", "ovs_cache_node")
+
+
+def bench_leftovers() -> list[str]:
+    found = [n for n in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+             if n.startswith("exob-")]
+    found += [b for b in subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True,
+                                        text=True).stdout.split() if b.startswith("exobbr")]
+    for pattern in ("dpdk-testpmd", "memcached -u root", "exo-cache-node", "exo-db-node", "exo-loadgen"):
+        if subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0:
+            found.append(pattern)
+    return found
+
+
+def _bench(out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "exo_bench", "--smoke", "--out", str(out),
+                             "--run-dir", "/tmp/exo/bench-smoke", *extra], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_smoke_run_writes_every_case_ratio_and_client_figure(tmp_path: Path):
+    p = _bench(tmp_path)
+    out, err = p.communicate(timeout=900)
+    assert p.returncode == 0, err[-3000:]
+    doc = json.loads((tmp_path / "bench_dataplane.json").read_text())
+    assert (tmp_path / "bench_dataplane.png").stat().st_size > 0
+    assert doc["schema"] == "exo-bench-dataplane/1" and doc["smoke"] is True
+    for name in CASES:
+        c = doc["cases"][name]
+        runs = c["ceiling"]["runs"]
+        assert runs, name
+        for r in runs:  # every run's offered rate and loss are kept beside the result
+            assert {"rate", "offered_rps", "answered_rps", "loss", "generator_limited"} <= set(r), name
+        assert c["ceiling"]["rps"] is None or c["ceiling"]["rps"] > 0
+        assert c["latency_at_common"]["rate"] == doc["common_rate"]
+    # The servers really answered: hits from the cache node, values from memcached and the db node.
+    assert doc["cases"]["cache_node"]["server"]["fill"]["keys"] == doc["params"]["hot_keys"]
+    hit_runs = [r for r in doc["cases"]["cache_node"]["ceiling"]["runs"] if r["answered_rps"] > 0]
+    assert hit_runs and all(r["extra"]["from_cache"] == r["extra"]["answered"] for r in hit_runs)
+    for name in ("memcached", "db_node"):
+        assert any(r["extra"]["answered"] > 0 and r["extra"]["not_found"] == 0
+                   for r in doc["cases"][name]["ceiling"]["runs"]), name
+    assert doc["rocksdb_in_process"]["gets_per_s"] > 0
+    for name in ("cache_vs_raw", "cache_vs_memcached", "db_vs_rocksdb", "db_p99_vs_cache_p99"):
+        r = doc["ratios"][name]
+        assert {"value", "target", "met"} <= set(r), name
+    assert "upcalls_per_request" in doc["cases"]["ovs_cache_node"]["ovs"]
+    for k in ("pipelined_gets_per_s", "sync_gets_per_s", "sync_gets_per_s_pure_python"):
+        assert doc["client"][k] is not None and doc["client"][k] > 0, k
+    assert "cpu_ns_per_request" in doc["cases"]["db_node"]["evidence"]
+    assert bench_leftovers() == []
+
+
+def test_ctrl_c_removes_everything(tmp_path: Path):
+    p = _bench(tmp_path, "--only", "cache_node")
+    # Wait until the cache node's case is under way (its namespace exists), then interrupt.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(n.startswith("exob-") for n in subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True).stdout.split()):
+        time.sleep(0.2)
+    time.sleep(2)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=120)
+    assert p.returncode == 130
+    time.sleep(0.5)
+    assert bench_leftovers() == []
