@@ -70,6 +70,9 @@ def _load_db(build: Path, db_dir: Path, keys: int, value_size: int, say) -> dict
     if r.returncode != 0:
         raise RuntimeError(f"exo-db-load exited {r.returncode}")
     doc = json.loads(r.stdout)
+    # Write the loaded files back to disk now, so the writeback of 0.5 GB of dirty pages does not
+    # run during (and stall) the first measured reads.
+    subprocess.run(["sync", "-f", str(db_dir)], check=False)
     stamp.write_text(json.dumps(doc) + "\n")
     return {**doc, "reused": False}
 
@@ -124,6 +127,8 @@ def main(argv=None) -> int:
                 doc["client"] = report.client_figures(doc["cases"][c.name].pop("client"))
         if only is None or "rocksdb" in only:
             doc["rocksdb_in_process"] = runner.rocksdb()
+            # Context for the db node's design: would batching its reads into MultiGet pay?
+            doc["rocksdb_in_process_multiget"] = runner.rocksdb(batch=32)
         node_ceilings = [doc["cases"][n]["ceiling"]["rps"] for n in NODE_CASES
                          if n in doc["cases"] and doc["cases"][n]["ceiling"]["rps"]]
         if node_ceilings:

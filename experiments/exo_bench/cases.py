@@ -107,11 +107,14 @@ class Runner:
         self.say(f"{case.name}: setting up ({case.title})")
         with self._link(case, tag) as link, Procs(self.runs_dir / f"logs-{case.name}") as procs:
             target, info, lg = self._setup(case, link, procs, tag)
+            # The same warm-up for every server before its first measured run: one run at the
+            # start rate, kept in the JSON but not used (page cache, block cache, OVS flows).
+            warm = lg.run(target, case.start_rate, case.name + "-warmup")
             lookups0 = ovs_rules.datapath_lookups() if case.ovs else None
             c = find_ceiling(lambda rate: lg.run(target, rate, case.name), case.start_rate,
                              self.plan.max_rate, max_runs=self.plan.max_runs,
                              progress=lambda r: self._log_run(case.name, r))
-            doc = {"title": case.title, "ceiling": c.as_dict(), "server": info}
+            doc = {"title": case.title, "ceiling": c.as_dict(), "server": info, "warmup": warm.as_dict()}
             if case.ovs and lookups0 is not None:
                 doc["ovs"] = self._ovs_figures(c, lookups0, lg, target, case)
             if case.evidence and c.rps and info.get("pid"):
@@ -140,18 +143,21 @@ class Runner:
         self.say(f"{case.name}: latency at {rate:,.0f}/s")
         with self._link(case, tag) as link, Procs(self.runs_dir / f"logs-{case.name}-lat") as procs:
             target, _, lg = self._setup(case, link, procs, tag)
+            lg.run(target, rate, case.name + "-latency-warmup")
             lg.duration_s = self.plan.latency_s
             r = lg.run(target, rate, case.name + "-latency")
             self._log_run(case.name, r)
         return {"rate": rate, **r.as_dict()}
 
     # ---- the in-process baseline and the client
-    def rocksdb(self) -> dict:
-        out = self.runs_dir / "rocksdb-in-process.json"
+    def rocksdb(self, batch: int = 1) -> dict:
+        """Random point reads through the node's own RocksStore (batch 1: Get, else MultiGet)."""
+        out = self.runs_dir / f"rocksdb-in-process-b{batch}.json"
         cmd = pinned(None, SRV_CORE, [str(self.b.build / "db-node/exo-rocksdb-bench"),
                                       "--data-dir", str(self.b.db_dir), "--keys", str(self.b.db_keys),
-                                      "--duration", str(self.plan.run_s), "--warmup", "1", "--out", str(out)])
-        self.say("rocksdb_in_process: random point reads, one thread, server core")
+                                      "--duration", str(self.plan.run_s), "--warmup", "1",
+                                      "--batch", str(batch), "--out", str(out)])
+        self.say(f"rocksdb_in_process: random point reads, one thread, server core, batch {batch}")
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=self.plan.run_s + 120)
         if r.returncode != 0:
             raise RuntimeError(f"exo-rocksdb-bench exited {r.returncode}: {r.stderr.strip()[-1500:]}")

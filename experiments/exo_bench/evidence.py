@@ -41,7 +41,9 @@ def _top_symbols(report: str, n: int = 12) -> list[dict]:
     for line in report.splitlines():
         m = re.match(r"^\s+([\d.]+)%\s+(\S+)\s+\[[.k]\]\s+(.+)$", line)
         if m:
-            rows.append({"percent": float(m.group(1)), "object": m.group(2), "symbol": m.group(3).strip()})
+            # perf pads the line with empty sort columns ("  -  -"): keep the symbol only.
+            sym = re.sub(r"(\s+-)+\s*$", "", m.group(3)).strip()
+            rows.append({"percent": float(m.group(1)), "object": m.group(2), "symbol": sym})
         if len(rows) >= n:
             break
     return rows

@@ -57,6 +57,32 @@ def _limits_of(doc: dict, case: str) -> list[str]:
     return out
 
 
+def _port_bound(raw: Optional[float], mc: Optional[float]) -> list[str]:
+    """No server on the af_packet port can answer faster than the reflector on it: if even the
+    reflector is under the target against memcached, the target cannot be met on this port."""
+    if not (raw and mc):
+        return []
+    return [f"bound: the raw I/O ceiling of this port and generator is {raw / mc:.2f} x memcached, "
+            f"so no server behind the same af_packet port can reach {TARGETS['cache_vs_memcached']:g} x here"]
+
+
+def _db_breakdown(doc: dict) -> list[str]:
+    """Where the db node's time per request goes beyond RocksDB's own Get (both measured)."""
+    ev = (doc["cases"].get("db_node") or {}).get("evidence") or {}
+    rdb = doc.get("rocksdb_in_process") or {}
+    out = []
+    if "cpu_ns_per_request" in ev and rdb.get("cpu_ns_per_get"):
+        extra = ev["cpu_ns_per_request"] - rdb["cpu_ns_per_get"]
+        out.append(f"db node: {ev['cpu_ns_per_request']:.0f} CPU-ns per request against {rdb['cpu_ns_per_get']:.0f} "
+                   f"for RocksDB's Get alone: {extra:.0f} ns per request go to the packet path (AF_PACKET "
+                   f"receive and send through the kernel, {ev.get('syscalls_per_request', '?')} syscalls and "
+                   f"{ev.get('context_switches_per_s', '?')} context switches/s) and the request handler")
+    if ev.get("cpu_utilisation") is not None and ev["cpu_utilisation"] < 0.8:
+        out.append(f"db node: at 0.9 x its ceiling it used only {ev['cpu_utilisation']:.0%} of its core, so its "
+                   "ceiling is set by stalls or socket drops, not by compute (see its runs' per-second latency)")
+    return out
+
+
 def compute_ratios(doc: dict) -> dict:
     cache, raw, mc, db = (_ceiling(doc, c) for c in ("cache_node", "raw", "memcached", "db_node"))
     rdb = (doc.get("rocksdb_in_process") or {}).get("gets_per_s")
@@ -66,10 +92,11 @@ def compute_ratios(doc: dict) -> dict:
         "cache_vs_raw": _ratio(div(cache, raw), TARGETS["cache_vs_raw"],
                                _limits_of(doc, "cache_node") + _limits_of(doc, "raw"), "cache_node", "raw"),
         "cache_vs_memcached": _ratio(div(cache, mc), TARGETS["cache_vs_memcached"],
-                                     _limits_of(doc, "cache_node") + _limits_of(doc, "memcached"),
+                                     _port_bound(raw, mc) + _limits_of(doc, "cache_node")
+                                     + _limits_of(doc, "memcached") + _limits_of(doc, "raw"),
                                      "cache_node", "memcached"),
-        "db_vs_rocksdb": _ratio(div(db, rdb), TARGETS["db_vs_rocksdb"], _limits_of(doc, "db_node"),
-                                "db_node", "rocksdb_in_process"),
+        "db_vs_rocksdb": _ratio(div(db, rdb), TARGETS["db_vs_rocksdb"],
+                                _db_breakdown(doc) + _limits_of(doc, "db_node"), "db_node", "rocksdb_in_process"),
         "db_p99_vs_cache_p99": _ratio(div(dp99, cp99), TARGETS["db_p99_vs_cache_p99"],
                                       _limits_of(doc, "cache_node") + _limits_of(doc, "db_node"),
                                       "db_node p99", "cache_node p99 (at the common rate)"),
@@ -122,9 +149,15 @@ def table(doc: dict) -> str:
         lat_s = f"{_fmt(lat.get('p50_us'))} / {_fmt(lat.get('p99_us'))} / {_fmt(lat.get('p999_us'))}{loss}"
         rows.append(f"{name:20s} {_fmt(ceil.get('rps')):>26s}  {str(ceil.get('limited_by') or ''):17s}  "
                     f"{lat_s:36s}  {_fmt(ev.get('cpu_ns_per_request')):>10s}  {_fmt(ev.get('syscalls_per_request')):>10s}")
-    rdb = doc.get("rocksdb_in_process") or {}
-    rows.append(f"{'rocksdb_in_process':20s} {_fmt(rdb.get('gets_per_s')):>26s}  {'(closed loop)':17s}  "
-                f"{_fmt(rdb.get('p50_us'))} / {_fmt(rdb.get('p99_us'))} / {_fmt(rdb.get('p999_us'))} per Get, in process")
+    for name in ("rocksdb_in_process", "rocksdb_in_process_multiget"):
+        rdb = doc.get(name) or {}
+        if not rdb:
+            continue
+        lat = rdb.get("latency_us") or {}
+        rows.append(f"{name:20s} {_fmt(rdb.get('gets_per_s')):>26s}  {'(closed loop)':17s}  "
+                    f"{_fmt(lat.get('p50'))} / {_fmt(lat.get('p99'))} / {_fmt(lat.get('p999'))} per "
+                    f"{'Get' if rdb.get('batch', 1) == 1 else 'MultiGet of ' + str(rdb['batch'])}, in process"
+                    f"{'':6s}{_fmt(rdb.get('cpu_ns_per_get')):>10s}")
     rows.append(f"common offered rate: {_fmt(doc.get('common_rate'))} req/s (50% of the lowest node ceiling)")
     rows.append("")
     rows.append("ratio                      value    target  met")
