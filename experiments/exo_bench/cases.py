@@ -48,7 +48,7 @@ NODE_CASES = ("raw", "cache_node", "memcached", "db_node")  # their lowest ceili
 class Plan:
     run_s: float = 3.0
     drain_ms: int = 300
-    max_runs: int = 9
+    max_runs: int = 12  # a failing rate costs two runs (search.py)
     max_rate: float = 2_000_000
     latency_s: float = 5.0
     client_s: float = 3.0
@@ -111,7 +111,8 @@ class Runner:
             # start rate, kept in the JSON but not used (page cache, block cache, OVS flows).
             warm = lg.run(target, case.start_rate, case.name + "-warmup")
             lookups0 = ovs_rules.datapath_lookups() if case.ovs else None
-            c = find_ceiling(lambda rate: lg.run(target, rate, case.name), case.start_rate,
+            c = find_ceiling(lambda rate: self._run_counting_drops(lg, target, rate, case.name, link),
+                             case.start_rate,
                              self.plan.max_rate, max_runs=self.plan.max_runs,
                              progress=lambda r: self._log_run(case.name, r))
             doc = {"title": case.title, "ceiling": c.as_dict(), "server": info, "warmup": warm.as_dict()}
@@ -126,6 +127,14 @@ class Runner:
             if case.name == "cache_node" and "client" in (self.plan.only or {"client"}):
                 doc["client"] = self.client_bench(link)
         return doc
+
+    def _run_counting_drops(self, lg: Loadgen, target: Target, rate: float, name: str, link) -> Run:
+        """One run, with the frames the server's sockets dropped during it (None: unknown)."""
+        before = evidence.socket_drops(link.srv.netns)
+        r = lg.run(target, rate, name)
+        after = evidence.socket_drops(link.srv.netns)
+        r.extra["server_socket_drops"] = None if before is None or after is None else after - before
+        return r
 
     def _ovs_figures(self, c: Ceiling, before: dict, lg: Loadgen, target: Target, case: Case) -> dict:
         """Upcalls per request over the whole search, and the datapath flows it left."""

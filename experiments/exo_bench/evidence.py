@@ -16,6 +16,16 @@ from typing import Callable, Optional
 from .search import Run
 
 
+def socket_drops(netns: str) -> Optional[int]:
+    """Frames the server's sockets in `netns` dropped so far (packet and UDP sockets: `ss`'s
+    skmem d field, summed): where a run's loss happened if the server fell behind."""
+    r = subprocess.run(["ip", "netns", "exec", netns, "ss", "-0", "-u", "-a", "-m", "-n"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    return sum(int(d) for d in re.findall(r"skmem:\([^)]*\bd(\d+)\)", r.stdout))
+
+
 def cpu_mhz() -> Optional[float]:
     try:
         vals = [float(m) for m in re.findall(r"^cpu MHz\s*:\s*([\d.]+)", Path("/proc/cpuinfo").read_text(), re.M)]

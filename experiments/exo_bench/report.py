@@ -77,6 +77,16 @@ def _db_breakdown(doc: dict) -> list[str]:
                    f"for RocksDB's Get alone: {extra:.0f} ns per request go to the packet path (AF_PACKET "
                    f"receive and send through the kernel, {ev.get('syscalls_per_request', '?')} syscalls and "
                    f"{ev.get('context_switches_per_s', '?')} context switches/s) and the request handler")
+    runs = (((doc["cases"].get("db_node") or {}).get("ceiling") or {}).get("runs")) or []
+    failed = [r for r in runs if not r.get("generator_limited") and r["loss"] > 0.01]
+    if failed:
+        f = min(failed, key=lambda r: r["rate"])
+        drops = (f.get("extra") or {}).get("server_socket_drops")
+        if drops is not None:
+            lost = (f["extra"].get("sent", 0) - f["extra"].get("answered", 0))
+            out.append(f"db node: in its lowest failing run ({f['rate']:,.0f}/s, loss {f['loss']:.2%}, p99 "
+                       f"{(f.get('p99_us') or 0) / 1000:,.0f} ms) its socket dropped {drops:,} frames of the {lost:,} "
+                       "lost: the receive queue overflowed because the packet thread fell behind")
     if ev.get("cpu_utilisation") is not None and ev["cpu_utilisation"] < 0.8:
         out.append(f"db node: at 0.9 x its ceiling it used only {ev['cpu_utilisation']:.0%} of its core, so its "
                    "ceiling is set by stalls or socket drops, not by compute (see its runs' per-second latency)")

@@ -2,7 +2,8 @@
 that lost at most 1% of what they sent. Found by bracketing: double the offered rate from a
 start until a run loses more than 1% (or the generator cannot offer the rate), then bisect
 between the highest passing and the lowest failing rate until they are within `precision` or
-the run budget is spent. Every run is kept (rate, offered, answered, loss, latency), so a reader
+the run budget is spent. A failing rate is run a second time and fails only if that run fails
+too (the same for every case), so one stall does not cap a server. Every run is kept (rate, offered, answered, loss, latency), so a reader
 can see the bracket. Pure logic: `run_at(rate)` does the measuring."""
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ class Ceiling:
 
 def find_ceiling(run_at: Callable[[float], Run], start: float, max_rate: float,
                  min_rate: float = 100.0, precision: float = 0.05, max_runs: int = 10,
-                 loss_limit: float = LOSS_LIMIT,
+                 loss_limit: float = LOSS_LIMIT, confirm_failures: bool = True,
                  progress: Callable[[Run], None] = lambda r: None) -> Ceiling:
     runs: list[Run] = []
     lo: Optional[float] = None   # highest passing rate
@@ -68,6 +69,13 @@ def find_ceiling(run_at: Callable[[float], Run], start: float, max_rate: float,
         runs.append(r)
         progress(r)
         ok = r.passes(loss_limit)
+        if not ok and not r.generator_limited and confirm_failures and len(runs) < max_runs:
+            # One stall (a page-cache or scheduler hiccup) must not cap a server for good: a
+            # failing rate fails only if a second run at it fails too. Both runs are kept.
+            r = run_at(rate)
+            runs.append(r)
+            progress(r)
+            ok = r.passes(loss_limit)
         if ok:
             lo = rate if lo is None else max(lo, rate)
         else:

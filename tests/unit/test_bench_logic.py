@@ -78,3 +78,20 @@ def test_table_prints_every_ratio():
     text = report.table(doc)
     for name in report.TARGETS:
         assert name in text
+
+
+def test_one_stalled_run_does_not_cap_the_ceiling_but_two_do():
+    calls: dict[float, int] = {}
+
+    def flaky(rate: float) -> Run:
+        calls[rate] = calls.get(rate, 0) + 1
+        stalled = rate == 50_000 and calls[rate] == 1  # the first run at 50k hits a stall
+        loss = 0.05 if stalled or rate > 90_000 else 0.0
+        return Run(rate=rate, offered_rps=rate, answered_rps=rate * (1 - loss), loss=loss)
+
+    c = find_ceiling(flaky, start=25_000, max_rate=2e6, max_runs=14)
+    assert c.rps > 80_000 and calls[50_000] == 2
+    strict = find_ceiling(flaky_always_at_50k := (lambda r: Run(r, r, r * (0.9 if r >= 50_000 else 1),
+                                                                0.1 if r >= 50_000 else 0.0)),
+                          start=25_000, max_rate=2e6, max_runs=14)
+    assert strict.rps < 50_000
