@@ -13,6 +13,7 @@
 
 #include "../tools/bulk_load.h"
 #include "../tools/dataset.h"
+#include "../tools/dataset_cli.h"
 
 namespace exo::db::tools {
 namespace {
@@ -174,13 +175,6 @@ double harness_ns_per_op(const ReadBenchOptions& o) {
   return sink == 0xFFFFFFFFFFFFull ? ns + 1 : ns;  // keeps `sink` alive
 }
 
-// CLI11 reads "-3" into an unsigned option as 2^64 - 3; refuse it, naming the option.
-const CLI::Validator kUnsigned(
-    [](std::string& v) {
-      return v.find('-') == std::string::npos ? std::string() : std::string("must not be negative");
-    },
-    "");
-
 }  // namespace
 
 std::string check_read_bench_options(const ReadBenchOptions& o) {
@@ -200,19 +194,8 @@ int parse_read_bench_options(int argc, const char* const* argv, ReadBenchOptions
   CLI::App app{
       "exo-rocksdb-bench: uniform random point reads of an exo-db-load data dir through the db "
       "node's store (RocksStore: the node's RocksDB options), single thread"};
-  app.add_option("--data-dir", o->data_dir, "data dir loaded by exo-db-load")->required();
-  app.add_option("--keys", o->keys, "key ids first .. first + N - 1 (N)")
-      ->check(kUnsigned)
-      ->required();
-  app.add_option("--first", o->first, "first key id")
-      ->check(kUnsigned)
-      ->capture_default_str();
-  app.add_option("--key-size", o->key_size, "key bytes, as loaded")
-      ->check(kUnsigned)
-      ->capture_default_str();
-  app.add_option("--value-size", o->value_size, "value bytes, as loaded")
-      ->check(kUnsigned)
-      ->capture_default_str();
+  add_dataset_options(app, {&o->data_dir, &o->keys, &o->first, &o->key_size, &o->value_size},
+                      "data dir loaded by exo-db-load (same --keys, --first, --key-size, --value-size)");
   app.add_option("--duration", o->duration, "timed seconds (default 5, none with --ops alone)");
   app.add_option("--ops", o->ops, "stop the timed phase after this many reads (0: no limit)")
       ->check(kUnsigned)
@@ -229,15 +212,7 @@ int parse_read_bench_options(int argc, const char* const* argv, ReadBenchOptions
       ->check(kUnsigned)
       ->capture_default_str();
   app.add_option("--out", o->out, "write the JSON here (default: stdout)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    *error = e.what();
-    return 2;
-  }
+  if (const int rc = parse_cli(app, argc, argv, error); rc >= 0) return rc;
   if (app.count("--ops") && o->ops != 0 && !app.count("--duration")) o->duration = 0;
   *error = check_read_bench_options(*o);
   return error->empty() ? -1 : 2;

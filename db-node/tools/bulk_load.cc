@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dataset.h"
+#include "dataset_cli.h"
 #include "wire.h"
 
 namespace exo::db::tools {
@@ -19,13 +20,6 @@ double seconds_since(Clock::time_point t0) {
 
 constexpr size_t kMaxValueSize = size_t{16} << 20;
 constexpr size_t kMaxBatch = 1'000'000;
-
-// CLI11 reads "-3" into an unsigned option as 2^64 - 3; refuse it, naming the option.
-const CLI::Validator kUnsigned(
-    [](std::string& v) {
-      return v.find('-') == std::string::npos ? std::string() : std::string("must not be negative");
-    },
-    "");
 
 }  // namespace
 
@@ -58,32 +52,13 @@ int parse_load_options(int argc, const char* const* argv, LoadOptions* o, std::s
   CLI::App app{
       "exo-db-load: load a db node's data dir with the benchmark data set before its first "
       "start (keys as exo-loadgen sends them, values derived from the id)"};
-  app.add_option("--data-dir", o->data_dir, "the node's data_dir (created if missing)")->required();
-  app.add_option("--keys", o->keys, "how many keys (N)")
-      ->check(kUnsigned)
-      ->required();
-  app.add_option("--first", o->first, "first key id")
-      ->check(kUnsigned)
-      ->capture_default_str();
-  app.add_option("--key-size", o->key_size, "key bytes (\"key:\" + zero-padded id)")
-      ->check(kUnsigned)
-      ->capture_default_str();
-  app.add_option("--value-size", o->value_size, "value bytes")
-      ->check(kUnsigned)
-      ->capture_default_str();
+  add_dataset_options(app, {&o->data_dir, &o->keys, &o->first, &o->key_size, &o->value_size},
+                      "the node's data_dir (created if missing)");
   app.add_option("--batch", o->batch, "operations per WriteBatch")
       ->check(kUnsigned)
       ->capture_default_str();
   app.add_flag("--compact", o->compact, "full compaction afterwards (deterministic LSM shape)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    *error = e.what();
-    return 2;
-  }
+  if (const int rc = parse_cli(app, argc, argv, error); rc >= 0) return rc;
   *error = check_load_options(*o);
   return error->empty() ? -1 : 2;
 }

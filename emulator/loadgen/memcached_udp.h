@@ -99,9 +99,9 @@ McReply parse_mc_reply(std::span<const uint8_t> payload);
 enum class McFrame : uint8_t {
   kReply,      // IPv4/UDP from server_ip:server_port to our_port; *payload is its UDP payload
   kOther,      // not IPv4/UDP, a non-first fragment, to another port, or from someone else
-  kMalformed,  // from the server to our port, but lengths or IPv4 header checksum are wrong, or
-               // it is the first fragment of a datagram (memcached never sends one: it splits
-               // long replies into datagrams that fit)
+  kMalformed,  // from the server to our port, but lengths or IPv4 header checksum are wrong, it
+               // carries IPv4 options, or it is the first fragment of a datagram (memcached never
+               // sends one: it splits long replies into datagrams that fit)
 };
 
 // Does not check the UDP checksum: the server's kernel may hand a veth peer a datagram whose

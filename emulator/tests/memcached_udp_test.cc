@@ -5,28 +5,27 @@
 #include "loadgen/memcached_udp.h"
 
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "loadgen/clock.h"
 #include "loadgen/hot_set_swap.h"
-#include "loadgen/receiver.h"
 #include "loadgen/reply_handler.h"
 #include "loadgen/sender.h"
 #include "loadgen_test_util.h"
+#include "socketpair_rig.h"
 #include "wire.h"
 
 namespace exo::loadgen {
 namespace {
 
+using testing::RigResult;
+using testing::run_over_socketpair;
 using testing::test_endpoint;
 
 constexpr uint64_t kSec = 1'000'000'000;
@@ -392,63 +391,43 @@ TEST(MemcachedHandler, SeqWrapsAround) {
 // A memcached on the far end of a socketpair: answers VALUE for even key ids, END for odd ones,
 // drops every 10th request (by request id), and answers every 7th twice.
 struct FakeMemcached {
-  int fd;
   Endpoint client;
-  std::atomic<bool> stop{false};
   uint64_t requests = 0, dropped = 0, duplicated = 0, values = 0, bad = 0;
-  std::thread thread;
 
-  FakeMemcached(int fd_, const Endpoint& c) : fd(fd_), client(c) { thread = std::thread([this] { loop(); }); }
-  void join() {
-    stop = true;
-    thread.join();
-  }
-  void loop() {
-    std::vector<uint8_t> buf(4096);
-    while (!stop) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, 10) <= 0) continue;
-      const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
-      if (n <= 0) continue;
-      ++requests;
-      const std::string text(buf.begin() + kMcTextOffset, buf.begin() + n);
-      if (n != 72 || text.rfind("get key:000000000", 0) != 0 || text.substr(text.size() - 2) != "\r\n") {
-        ++bad;
-        continue;
-      }
-      const uint16_t id = reinterpret_cast<const McUdpHeader*>(buf.data() + kMcPayloadOffset)->request_id.get();
-      if (id % 10 == 9) {
-        ++dropped;
-        continue;
-      }
-      const std::string key = text.substr(4, 16);
-      const bool found = (key.back() - '0') % 2 == 0;
-      values += found;
-      const auto f = reply_frame(client, payload(id, found ? "VALUE " + key + " 0 2\r\nhi\r\nEND\r\n" : "END\r\n"));
-      const int copies = id % 7 == 0 ? 2 : 1;
-      duplicated += copies - 1;
-      for (int i = 0; i < copies; ++i)
-        if (send(fd, f.data(), f.size(), 0) < 0) ADD_FAILURE() << "send: " << errno;
+  void serve(std::vector<uint8_t>& buf, size_t n, int fd) {
+    ++requests;
+    if (n < kMcTextOffset) {
+      ++bad;
+      return;
     }
+    const std::string text(buf.begin() + kMcTextOffset, buf.begin() + static_cast<ptrdiff_t>(n));
+    if (n != 72 || text.rfind("get key:000000000", 0) != 0 || text.substr(text.size() - 2) != "\r\n") {
+      ++bad;
+      return;
+    }
+    const uint16_t id = reinterpret_cast<const McUdpHeader*>(buf.data() + kMcPayloadOffset)->request_id.get();
+    if (id % 10 == 9) {
+      ++dropped;
+      return;
+    }
+    const std::string key = text.substr(4, 16);
+    const bool found = (key.back() - '0') % 2 == 0;
+    values += found;
+    const auto f = reply_frame(client, payload(id, found ? "VALUE " + key + " 0 2\r\nhi\r\nEND\r\n" : "END\r\n"));
+    const int copies = id % 7 == 0 ? 2 : 1;
+    duplicated += copies - 1;
+    for (int i = 0; i < copies; ++i)
+      if (send(fd, f.data(), f.size(), 0) < 0) ADD_FAILURE() << "send: " << errno;
   }
 };
 
 TEST(MemcachedEndToEnd, OverASocketpair) {
-  int sv[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
-  SocketIo tx(sv[0]);
-  SocketIo rx(dup(sv[0]));
-  ASSERT_GE(rx.fd(), 0);
   const Endpoint ep = mc_endpoint();
-  FakeMemcached server(sv[1], ep);
-
+  FakeMemcached server{ep};
   const MemcachedRequestBuilder builder(ep, 16);
   SendRing ring(1 << 16);
   Series series(mono_ns(), 4);
   ReplyHandler handler(ep, 0, ring, series, Protocol::kMemcached);
-  std::atomic<bool> rx_stop{false}, stop{false};
-  std::string rx_error;
-  std::thread rx_thread([&] { run_receiver(rx, handler, ReceiverOptions{}, rx_stop, &rx_error); });
   SenderConfig cfg;
   cfg.rate = 4000;
   cfg.duration_ns = kSec / 2;
@@ -456,13 +435,10 @@ TEST(MemcachedEndToEnd, OverASocketpair) {
   cfg.alpha = 0.99;
   cfg.seed = 5;
   cfg.catch_up_s = 1.0;
-  Sender sender(cfg, builder, tx, ring, series);
-  const TxStats st = sender.run(stop, [](uint64_t) {});
-  sleep_until_ns(mono_ns() + kSec);  // drain
-  rx_stop = true;
-  rx_thread.join();
-  server.join();
-  close(sv[1]);
+  const RigResult rig = run_over_socketpair(cfg, builder, ring, series, handler,
+                                            [&](auto& buf, size_t n, int fd) { server.serve(buf, n, fd); });
+  const TxStats& st = rig.tx;
+  const std::string& rx_error = rig.rx_error;
 
   EXPECT_GE(st.sent, 1000u);
   EXPECT_EQ(server.requests, st.sent);

@@ -3,26 +3,25 @@
 // request was not sent to does not. Requests with a fixed --dst-mac. The TX and RX loops end to
 // end against a fake macswap reflector over a socketpair.
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <vector>
 
 #include "keyhash.h"
 #include "loadgen/clock.h"
-#include "loadgen/receiver.h"
 #include "loadgen/reply_handler.h"
 #include "loadgen/sender.h"
 #include "loadgen_test_util.h"
+#include "socketpair_rig.h"
 #include "wire.h"
 
 namespace exo::loadgen {
 namespace {
 
+using testing::RigResult;
+using testing::run_over_socketpair;
 using testing::test_endpoint;
 
 constexpr uint64_t kSec = 1'000'000'000;
@@ -143,50 +142,27 @@ TEST(Reflect, WithAFixedDestinationMac) {
 
 // macswap on the far end of a socketpair: swaps and returns every frame but every 10th seq.
 struct FakeReflector {
-  int fd;
-  std::atomic<bool> stop{false};
   uint64_t frames = 0, dropped = 0;
-  std::thread thread;
 
-  explicit FakeReflector(int fd_) : fd(fd_) { thread = std::thread([this] { loop(); }); }
-  void join() {
-    stop = true;
-    thread.join();
-  }
-  void loop() {
-    std::vector<uint8_t> buf(4096);
-    while (!stop) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, 10) <= 0) continue;
-      const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
-      if (n < static_cast<ssize_t>(wire::kMinFrame)) continue;
-      ++frames;
-      if (wire::header_of(buf.data())->exo.seq.get() % 10 == 9) {
-        ++dropped;
-        continue;
-      }
-      macswap(buf.data());
-      if (send(fd, buf.data(), static_cast<size_t>(n), 0) < 0) ADD_FAILURE() << "send: " << errno;
+  void serve(std::vector<uint8_t>& buf, size_t n, int fd) {
+    if (n < wire::kMinFrame) return;
+    ++frames;
+    if (wire::header_of(buf.data())->exo.seq.get() % 10 == 9) {
+      ++dropped;
+      return;
     }
+    macswap(buf.data());
+    if (send(fd, buf.data(), n, 0) < 0) ADD_FAILURE() << "send: " << errno;
   }
 };
 
 TEST(Reflect, EndToEndOverASocketpair) {
-  int sv[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
-  SocketIo tx(sv[0]);
-  SocketIo rx(dup(sv[0]));
-  ASSERT_GE(rx.fd(), 0);
-  FakeReflector reflector(sv[1]);
-
+  FakeReflector reflector;
   const Endpoint ep = test_endpoint();
   const RequestBuilder builder(ep, kClientId, 16, 100, 1500);
   SendRing ring(8192);
   Series series(mono_ns(), 4);
   ReplyHandler handler(ep, kClientId, ring, series, Protocol::kReflect);
-  std::atomic<bool> rx_stop{false}, stop{false};
-  std::string rx_error;
-  std::thread rx_thread([&] { run_receiver(rx, handler, ReceiverOptions{}, rx_stop, &rx_error); });
   SenderConfig cfg;
   cfg.rate = 4000;
   cfg.duration_ns = kSec / 2;
@@ -196,13 +172,10 @@ TEST(Reflect, EndToEndOverASocketpair) {
   cfg.seed = 9;
   cfg.get_ratio = 0.9;  // PUTs reflect as well
   cfg.catch_up_s = 1.0;
-  Sender sender(cfg, builder, tx, ring, series);
-  const TxStats st = sender.run(stop, [](uint64_t) {});
-  sleep_until_ns(mono_ns() + kSec);  // drain
-  rx_stop = true;
-  rx_thread.join();
-  reflector.join();
-  close(sv[1]);
+  const RigResult rig = run_over_socketpair(cfg, builder, ring, series, handler,
+                                            [&](auto& buf, size_t n, int fd) { reflector.serve(buf, n, fd); });
+  const TxStats& st = rig.tx;
+  const std::string& rx_error = rig.rx_error;
 
   EXPECT_GE(st.sent, 1000u);
   EXPECT_EQ(reflector.frames, st.sent);

@@ -1,7 +1,6 @@
 // The TX loop and the RX loop together over a socketpair, with a fake node that drops,
 // duplicates and marks replies; pacing without spinning; refused frames; early stop; swaps.
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,55 +13,42 @@
 
 #include "loadgen/clock.h"
 #include "loadgen/frame_io.h"
-#include "loadgen/receiver.h"
 #include "loadgen/sender.h"
 #include "loadgen_test_util.h"
+#include "socketpair_rig.h"
 
 namespace exo::loadgen {
 namespace {
 
 using testing::reply_to;
+using testing::RigResult;
+using testing::run_over_socketpair;
 using testing::test_endpoint;
 
 // A node on the far end of the socketpair: replies to every request except seq % 10 == 9,
 // twice when seq % 7 == 0, with FROM_CACHE when the seq is odd.
 struct FakeNode {
-  int fd;
-  std::atomic<bool> stop{false};
   uint64_t requests = 0, puts = 0, dropped = 0, duplicated = 0, cached = 0, bad_keys = 0;
-  std::thread thread;
 
-  explicit FakeNode(int fd_) : fd(fd_) { thread = std::thread([this] { loop(); }); }
-  void join() {
-    stop = true;
-    thread.join();
-  }
-  void loop() {
-    std::vector<uint8_t> buf(4096);
-    while (!stop) {
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, 10) <= 0) continue;
-      const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
-      if (n <= 0) continue;
-      const std::span<const uint8_t> req(buf.data(), static_cast<size_t>(n));
-      wire::FrameView v{};
-      if (wire::parse(req, v) != wire::ParseError::kNone) continue;
-      ++requests;
-      puts += v.op() == wire::kPut;
-      const std::string key(v.key.begin(), v.key.end());
-      if (key.rfind("key:000000000", 0) != 0) ++bad_keys;  // ids < 1000, 16 bytes
-      if (v.seq % 10 == 9) {
-        ++dropped;
-        continue;
-      }
-      const uint8_t flags = v.seq % 2 ? wire::kFromCache : 0;
-      cached += flags != 0;
-      const auto reply = reply_to(req, wire::kOk, flags);
-      const int copies = v.seq % 7 == 0 ? 2 : 1;
-      duplicated += copies - 1;
-      for (int i = 0; i < copies; ++i)
-        if (send(fd, reply.data(), reply.size(), 0) < 0) ADD_FAILURE() << "send: " << errno;
+  void serve(std::vector<uint8_t>& buf, size_t n, int fd) {
+    const std::span<const uint8_t> req(buf.data(), n);
+    wire::FrameView v{};
+    if (wire::parse(req, v) != wire::ParseError::kNone) return;
+    ++requests;
+    puts += v.op() == wire::kPut;
+    const std::string key(v.key.begin(), v.key.end());
+    if (key.rfind("key:000000000", 0) != 0) ++bad_keys;  // ids < 1000, 16 bytes
+    if (v.seq % 10 == 9) {
+      ++dropped;
+      return;
     }
+    const uint8_t flags = v.seq % 2 ? wire::kFromCache : 0;
+    cached += flags != 0;
+    const auto reply = reply_to(req, wire::kOk, flags);
+    const int copies = v.seq % 7 == 0 ? 2 : 1;
+    duplicated += copies - 1;
+    for (int i = 0; i < copies; ++i)
+      if (send(fd, reply.data(), reply.size(), 0) < 0) ADD_FAILURE() << "send: " << errno;
   }
 };
 
@@ -79,31 +65,18 @@ SenderConfig config(double rate, double seconds) {
 }
 
 TEST(SenderReceiver, EndToEndOverASocketpair) {
-  int sv[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
-  SocketIo tx(sv[0]);
-  SocketIo rx(dup(sv[0]));
-  ASSERT_GE(rx.fd(), 0);
-  FakeNode node(sv[1]);
-
+  FakeNode node;
   const Endpoint ep = test_endpoint();
   const RequestBuilder builder(ep, 0x5EED, 16, 100, 1500);
   SendRing ring(8192);
   Series series(mono_ns(), 4);
   ReplyHandler handler(ep, 0x5EED, ring, series);
-  std::atomic<bool> rx_stop{false}, stop{false};
-  std::string rx_error;
-  std::thread rx_thread([&] { run_receiver(rx, handler, ReceiverOptions{}, rx_stop, &rx_error); });
-
   SenderConfig cfg = config(4000, 0.5);
   cfg.get_ratio = 0.75;
-  Sender sender(cfg, builder, tx, ring, series);
-  const TxStats st = sender.run(stop, [](uint64_t) {});
-  sleep_until_ns(mono_ns() + 1'000'000'000);  // drain (generous: sanitizers, busy CI)
-  rx_stop = true;
-  rx_thread.join();
-  node.join();
-  close(sv[1]);
+  const RigResult rig = run_over_socketpair(cfg, builder, ring, series, handler,
+                                            [&](auto& buf, size_t n, int fd) { node.serve(buf, n, fd); });
+  const TxStats& st = rig.tx;
+  const std::string& rx_error = rig.rx_error;
 
   EXPECT_GE(st.sent, 1000u);  // loose: a long stall drops backlog by design
   EXPECT_LE(st.sent, 2000u);  // rate x duration, the bucket starts empty

@@ -83,6 +83,10 @@ def _machine() -> dict:
     return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(), "loadavg": os.getloadavg()}
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     mode = SMOKE if args.smoke else FULL
@@ -102,7 +106,7 @@ def main(argv=None) -> int:
         print(f"[{time.monotonic() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
     # SIGTERM unwinds like Ctrl-C, so every namespace, bridge and process is removed.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _interrupt)
     _check_prerequisites(build)
     stale = net.sweep_stale()
     if stale:

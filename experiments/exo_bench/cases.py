@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -117,7 +117,7 @@ class Runner:
                              progress=lambda r: self._log_run(case.name, r))
             doc = {"title": case.title, "ceiling": c.as_dict(), "server": info, "warmup": warm.as_dict()}
             if case.ovs and lookups0 is not None:
-                doc["ovs"] = self._ovs_figures(c, lookups0, lg, target, case)
+                doc["ovs"] = self._ovs_figures(c, lookups0)
             if case.evidence and c.rps and info.get("pid"):
                 rate = 0.9 * c.rps
                 self.say(f"{case.name}: perf evidence at {rate:,.0f}/s")
@@ -136,7 +136,7 @@ class Runner:
         r.extra["server_socket_drops"] = None if before is None or after is None else after - before
         return r
 
-    def _ovs_figures(self, c: Ceiling, before: dict, lg: Loadgen, target: Target, case: Case) -> dict:
+    def _ovs_figures(self, c: Ceiling, before: dict) -> dict:
         """Upcalls per request over the whole search, and the datapath flows it left."""
         after = ovs_rules.datapath_lookups()
         sent = sum(r.extra.get("sent", 0) for r in c.runs)

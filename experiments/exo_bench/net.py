@@ -9,19 +9,15 @@ what a killed run left behind without touching a live one.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import subprocess
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
 PREFIX = "exob"  # every namespace, interface and bridge the bench creates starts with this
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL("libc.so.6", use_errno=True)
 
 
 def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -134,20 +130,3 @@ def leftovers() -> list[str]:
     names += [b for b in sh("ovs-vsctl", "--timeout=5", "list-br", check=False).stdout.split()
               if b.startswith(short)]
     return names
-
-
-@contextmanager
-def in_netns(name: str) -> Iterator[None]:
-    """Run this thread in namespace `name`; sockets made inside stay there after we return."""
-    home = os.open(f"/proc/self/task/{threading.get_native_id()}/ns/net", os.O_RDONLY)
-    target = os.open(f"/var/run/netns/{name}", os.O_RDONLY)
-    try:
-        if _libc.setns(target, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {name}")
-        try:
-            yield
-        finally:
-            _libc.setns(home, CLONE_NEWNET)
-    finally:
-        os.close(target)
-        os.close(home)

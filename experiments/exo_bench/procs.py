@@ -1,17 +1,15 @@
 """Processes the bench starts: each in a namespace, pinned to one core with taskset, its output
-in a log file, and always stopped (SIGTERM, then SIGKILL) when the `Procs` block ends, also on
+in a log file, and always stopped (exo_topo.process.terminate: SIGTERM, then SIGKILL) when the `Procs` block ends, also on
 an exception or Ctrl-C. `ip netns exec` and `taskset` exec the program, so Popen.pid is the
 program's own pid (perf attaches to it)."""
 from __future__ import annotations
 
-import logging
-import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import Callable, Optional
 
-log = logging.getLogger("exo_bench")
+from exo_topo.process import terminate
 
 GEN_CORE = 0  # the load generator (and anything driving it)
 SRV_CORE = 1  # the server under test
@@ -54,28 +52,14 @@ class Procs:
     def stop(self, proc: subprocess.Popen, grace: float = 5.0) -> None:
         for i, (name, p) in enumerate(self._live):
             if p is proc:
-                _terminate(p, name, grace)
+                terminate(p, name, grace)
                 del self._live[i]
                 return
 
     def stop_all(self) -> None:
         while self._live:
             name, p = self._live.pop()
-            _terminate(p, name, 5.0)
-
-
-def _terminate(proc: subprocess.Popen, name: str, grace: float) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        log.warning("%s did not exit on SIGTERM; killing it", name)
-        proc.kill()
-        proc.wait(timeout=5)
-    except ProcessLookupError:
-        pass
+            terminate(p, name, 5.0)
 
 
 def wait_until(check: Callable[[], bool], what: str, timeout: float = 30.0,

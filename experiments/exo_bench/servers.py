@@ -21,7 +21,9 @@ from exo_common.config import parse_config, write_resolved
 from exo_topo.configgen import emulation_config_dict
 
 from .loadgen import Target
-from .net import Link, in_netns
+from exo_topo.netns import in_named_netns
+
+from .net import Link
 from .procs import SRV_CORE, Procs, wait_until
 
 MEMCACHED_PORT = 11211
@@ -92,7 +94,6 @@ def start_reflector(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path
 def start_cache_node(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path, cfg) -> tuple[Target, dict]:
     """The cache node filled the way the cluster fills it: Cache RPCs, FETCHed from a real db
     node over gRPC. The db node is then stopped: on a bare link it would answer the GETs too."""
-    import grpc
     from exo_topo.grpc_clients import Stubs
     from exoproto import control_pb2 as pb
 
@@ -136,7 +137,7 @@ def start_memcached(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path
     proc = procs.start(tag, link.srv.netns, SRV_CORE,
                        ["memcached", "-u", "root", "-t", "1", "-l", ip, "-p", str(MEMCACHED_PORT),
                         "-U", str(MEMCACHED_PORT), "-m", str(mem_mb), "-c", "1024"])
-    with in_netns(link.srv.netns):
+    with in_named_netns(link.srv.netns):
         wait_until(lambda: socket.create_connection((ip, MEMCACHED_PORT), timeout=1).close() is None,
                    "memcached", alive=lambda: procs.check_alive(tag, proc))
         stored = _memcached_load(ip, b.hot_keys, b.value_size)

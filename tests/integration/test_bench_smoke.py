@@ -5,7 +5,6 @@ nothing behind. Speeds are never asserted."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -91,7 +91,9 @@ def test_one_stalled_run_does_not_cap_the_ceiling_but_two_do():
 
     c = find_ceiling(flaky, start=25_000, max_rate=2e6, max_runs=14)
     assert c.rps > 80_000 and calls[50_000] == 2
-    strict = find_ceiling(flaky_always_at_50k := (lambda r: Run(r, r, r * (0.9 if r >= 50_000 else 1),
-                                                                0.1 if r >= 50_000 else 0.0)),
-                          start=25_000, max_rate=2e6, max_runs=14)
+    def always_fails_at_50k(rate: float) -> Run:
+        loss = 0.1 if rate >= 50_000 else 0.0
+        return Run(rate=rate, offered_rps=rate, answered_rps=rate * (1 - loss), loss=loss)
+
+    strict = find_ceiling(always_fails_at_50k, start=25_000, max_rate=2e6, max_runs=14)
     assert strict.rps < 50_000

@@ -33,6 +33,7 @@ from exoskeleton import Client
 from . import ovs
 from .grpc_clients import Stubs
 from .netns import in_netns
+from .process import terminate
 from .topology import ExoTopo
 
 log = logging.getLogger("exo.cluster")
@@ -123,14 +124,14 @@ class EmulatedCluster:
     def stop(self) -> None:
         """Idempotent; every step runs even if an earlier one fails (each is logged)."""
         for name, proc in list(self.node_procs.items()):
-            _step(f"stop {name}", _terminate, proc, name)
+            _step(f"stop {name}", terminate, proc, name)
         self.node_procs.clear()
         if self.net is not None:
             _step("stop Mininet", self._stop_net)
             self.net = None
         _step("delete bridge", ovs.delete_bridge, self.cfg.switch.bridge)
         if self.controller_proc is not None:
-            _step("stop controller", _terminate, self.controller_proc, "controller")
+            _step("stop controller", terminate, self.controller_proc, "controller")
             self.controller_proc = None
         _step("close gRPC channels", self.stubs.close)
         if self._started_ovs:
@@ -322,16 +323,3 @@ def _step(what: str, fn, *args) -> None:
     except Exception as err:
         log.warning("teardown: %s failed: %s", what, err)
 
-
-def _terminate(proc: subprocess.Popen, name: str, grace: float = 5.0) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        proc.terminate()
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        log.warning("%s did not exit on SIGTERM; killing", name)
-        proc.kill()
-        proc.wait(timeout=5)
-    except ProcessLookupError:
-        pass

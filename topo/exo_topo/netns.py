@@ -25,8 +25,21 @@ def _setns(fd: int) -> None:
 @contextmanager
 def in_netns(pid: int) -> Iterator[None]:
     """Enter the network namespace of process `pid` for the duration of the block."""
+    with _entered(f"/proc/{pid}/ns/net"):
+        yield
+
+
+@contextmanager
+def in_named_netns(name: str) -> Iterator[None]:
+    """Enter the namespace `ip netns add NAME` made (/var/run/netns/NAME) for the block."""
+    with _entered(f"/var/run/netns/{name}"):
+        yield
+
+
+@contextmanager
+def _entered(ns_path: str) -> Iterator[None]:
     home = os.open("/proc/self/task/%d/ns/net" % threading.get_native_id(), os.O_RDONLY)
-    target = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+    target = os.open(ns_path, os.O_RDONLY)
     try:
         _setns(target)
         try:
