@@ -7,7 +7,8 @@ when the wire format changes on purpose, and review the diff.
 
 It holds: the constants (key-hash width, prefixes, magic, opcodes, flags) and the byte layout
 of the 62-byte header, which each language defines once and checks against this file; key-hash
-vectors; good frames (one with a computed UDP checksum, one whose computed checksum is 0 and is
+vectors (hash, request MACs, request IPv4 destination); good frames (requests to their key's
+request_ip, replies to the client's IP) (one with a computed UDP checksum, one whose computed checksum is 0 and is
 sent as 0xFFFF); malformed frames, each with the reason both parsers must give; and GETs
 before and after a cache node's forward rewrite.
 """
@@ -18,7 +19,8 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "client-lib"))
 from exoskeleton import keyhash, wire  # noqa: E402
-from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, mac_str, request_mac  # noqa: E402
+from exoskeleton.keyhash import (PREFIX_GET, PREFIX_OTHER, key_hash, mac_str, request_ip,  # noqa: E402
+                                 request_mac)
 
 KEYS = [b"a", b"key:0", b"user:12345", b"\x00\xff\x10", b"x" * 250, "ключ".encode()]
 
@@ -26,7 +28,6 @@ CLIENT_MAC = bytes.fromhex("020000000301")
 NODE_MAC = bytes.fromhex("020000000201")
 CLIENT_IP = bytes([10, 0, 3, 1])
 NODE_IP = bytes([10, 0, 2, 1])
-SERVICE_IP = bytes([10, 0, 0, 254])
 PORT = 7777
 IP_AT = wire.OFFSET["ip_version_ihl"]
 
@@ -36,7 +37,7 @@ def frame_vector(name, eth_dst, eth_src, ip_src, ip_dst, sport, dport, msg, udp_
                             with_udp_checksum=udp_checksum)
     return {
         "name": name, "eth_dst": mac_str(eth_dst), "eth_src": mac_str(eth_src),
-        "ip_src": ".".join(map(str, ip_src)), "ip_dst": ".".join(map(str, ip_dst)),
+        "ip_src": ip_str(ip_src), "ip_dst": ip_str(ip_dst),
         "udp_src": sport, "udp_dst": dport, "opcode": msg.opcode, "status": msg.status,
         "flags": msg.flags, "client_id": msg.client_id, "seq": msg.seq,
         "key_hex": msg.key.hex(), "value_hex": msg.value.hex(), "udp_checksum": udp_checksum,
@@ -72,7 +73,8 @@ def forwarded(frame: bytes) -> bytes:
 def main():
     hashes = [{"key_hex": k.hex(), "hash40": key_hash(k),
                "get_mac": mac_str(request_mac(PREFIX_GET, key_hash(k))),
-               "other_mac": mac_str(request_mac(PREFIX_OTHER, key_hash(k)))} for k in KEYS]
+               "other_mac": mac_str(request_mac(PREFIX_OTHER, key_hash(k))),
+               "request_ip": ip_str(request_ip(key_hash(k)))} for k in KEYS]
     M = wire.Message
     get = M(wire.OP_GET, 0, 0, 0xC0FFEE, 1, b"user:12345")
     put = M(wire.OP_PUT, 0, 0, 0xC0FFEE, 2, b"user:12345", b"hello world")
@@ -88,7 +90,7 @@ def main():
 
     def request(name, msg, udp_checksum=False, sport=40000):
         return frame_vector(name, wire.request_dst_mac(msg.opcode, msg.key), CLIENT_MAC, CLIENT_IP,
-                            SERVICE_IP, sport, PORT, msg, udp_checksum)
+                            wire.request_dst_ip(msg.key), sport, PORT, msg, udp_checksum)
 
     frames = [
         request("get", get),
@@ -146,7 +148,7 @@ def main():
          "bad UDP checksum"),
     ]
     get_frame = bytes.fromhex(frames[0]["frame_hex"])
-    get_ck = wire.encode_frame(wire.request_dst_mac(wire.OP_GET, get.key), *req_args(), get,
+    get_ck = wire.encode_frame(wire.request_dst_mac(wire.OP_GET, get.key), *req_args(get.key), get,
                                with_udp_checksum=True)
     zero_frame = bytes.fromhex(frames[-1]["frame_hex"])
     forwards = [{"name": n, "request_hex": f.hex(), "forwarded_hex": forwarded(f).hex()}
@@ -174,13 +176,18 @@ def main():
     print(f"wrote {path}")
 
 
-def req_args():
-    return CLIENT_MAC, CLIENT_IP, SERVICE_IP, 40000, PORT
+def req_args(key: bytes):
+    """Source MAC, source IP, destination IP (the key's request_ip), ports of a request."""
+    return CLIENT_MAC, CLIENT_IP, wire.request_dst_ip(key), 40000, PORT
+
+
+def ip_str(ip: bytes) -> str:
+    return ".".join(map(str, ip))
 
 
 def _udp_sum_is_ffff(msg) -> bool:
     """Would this GET's UDP checksum compute to 0 (sum 0xFFFF with the field 0)?"""
-    f = wire.encode_frame(wire.request_dst_mac(msg.opcode, msg.key), *req_args(), msg)
+    f = wire.encode_frame(wire.request_dst_mac(msg.opcode, msg.key), *req_args(msg.key), msg)
     return wire._udp_sum(f) == 0xFFFF
 
 

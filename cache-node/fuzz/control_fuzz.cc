@@ -213,12 +213,13 @@ struct World {
       case kGet: {
         if (bytes.empty() || bytes.size() > exo::wire::kMaxKeyLen) return;
         std::vector<uint8_t> buf(2048);
-        const exo::Mac dst = exo::request_mac(exo::kPrefixGet, LruMap::hash_of(bytes));
+        const uint64_t hash = LruMap::hash_of(bytes);
+        const exo::Mac dst = exo::request_mac(exo::kPrefixGet, hash);
         const exo::Mac client{0x02, 0, 0, 0, 3, 1};
         exo::wire::Header h;
         h.opcode = exo::wire::kGet;
         const size_t len = exo::wire::build(
-            buf, dst.data(), {client.data(), 0x0a000301, 40000}, 0x0a0000fe, 7777, h,
+            buf, dst.data(), {client.data(), 0x0a000301, 40000}, exo::request_ip(hash), 7777, h,
             {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, {});
         check(len > 0, "GET frame not built");
         SelfInfo self;

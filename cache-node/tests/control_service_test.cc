@@ -168,12 +168,13 @@ class ControlServiceTest : public ::testing::Test {
   // What the data plane does with a GET for `key` now.
   Action get(const std::string& key) {
     std::vector<uint8_t> buf(2048);
-    const exo::Mac dst = exo::request_mac(exo::kPrefixGet, LruMap::hash_of(key));
+    const uint64_t hash = LruMap::hash_of(key);
+    const exo::Mac dst = exo::request_mac(exo::kPrefixGet, hash);
     const exo::Mac client{0x02, 0, 0, 0, 3, 1};
     exo::wire::Header h;
     h.opcode = exo::wire::kGet;
     const size_t len = exo::wire::build(
-        buf, dst.data(), {client.data(), 0x0a000301, 40000}, 0x0a0000fe, 7777, h,
+        buf, dst.data(), {client.data(), 0x0a000301, 40000}, exo::request_ip(hash), 7777, h,
         {reinterpret_cast<const uint8_t*>(key.data()), key.size()}, {});
     SelfInfo self;
     self.mac = {0x02, 0, 0, 0, 1, 1};

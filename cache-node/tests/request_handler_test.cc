@@ -15,7 +15,6 @@ using Bytes = std::vector<uint8_t>;
 const exo::Mac kClientMac{0x02, 0, 0, 0, 3, 1};
 constexpr uint32_t kClientIp = 0x0a000301;
 constexpr uint16_t kClientPort = 40000;
-constexpr uint32_t kServiceIp = 0x0a0000fe;
 
 SelfInfo self_info() {
   SelfInfo s;
@@ -38,12 +37,13 @@ struct Frame {
 Frame make_request(const std::string& key, uint8_t opcode = wire::kGet, uint8_t prefix = exo::kPrefixGet,
                    const exo::Mac& src = kClientMac, uint16_t dport = 7777, const std::string& value = "") {
   Frame f;
-  const exo::Mac dst = exo::request_mac(prefix, exo::key_hash(bytes(key)));
+  const uint64_t hash = exo::key_hash(bytes(key));
+  const exo::Mac dst = exo::request_mac(prefix, hash);
   wire::Header h;
   h.opcode = opcode;
   h.client_id = 0xC0FFEE;
   h.seq = 42;
-  f.len = wire::build(f.buf, dst.data(), {src.data(), kClientIp, kClientPort}, kServiceIp, dport, h,
+  f.len = wire::build(f.buf, dst.data(), {src.data(), kClientIp, kClientPort}, exo::request_ip(hash), dport, h,
                       bytes(key), bytes(value));
   EXPECT_GT(f.len, 0u);
   return f;

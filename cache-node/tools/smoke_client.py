@@ -18,7 +18,7 @@ from exoskeleton import wire  # noqa: E402
 
 IFACE, ADDR, CACHE_MAC = sys.argv[1], sys.argv[2], bytes.fromhex(sys.argv[3].replace(":", ""))
 CLIENT_MAC = bytes.fromhex("020000000301")
-CLIENT_IP, SERVICE_IP = bytes([10, 0, 3, 1]), bytes([10, 0, 0, 254])
+CLIENT_IP = bytes([10, 0, 3, 1])
 
 sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
 sock.bind((IFACE, 0))
@@ -40,7 +40,7 @@ def get(key: bytes, raw: bytes | None = None):
     if raw is None:
         msg = wire.Message(wire.OP_GET, 0, 0, 0xABCD, seq, key)
         raw = wire.encode_frame(wire.request_dst_mac(wire.OP_GET, key), CLIENT_MAC, CLIENT_IP,
-                                SERVICE_IP, 40000, 7777, msg)
+                                wire.request_dst_ip(key), 40000, 7777, msg)
     sock.send(raw)
     deadline = time.time() + 1.0
     while time.time() < deadline:
@@ -85,11 +85,11 @@ check(wire.decode_frame(get(b"hot1")).msg.value == b"new", "committed value serv
 
 before = stats()["malformed_dropped"]
 good = wire.encode_frame(wire.request_dst_mac(wire.OP_GET, b"hot1"), CLIENT_MAC, CLIENT_IP,
-                         SERVICE_IP, 40000, 7777, wire.Message(wire.OP_GET, 0, 0, 1, 1, b"hot1"))
+                         wire.request_dst_ip(b"hot1"), 40000, 7777, wire.Message(wire.OP_GET, 0, 0, 1, 1, b"hot1"))
 bad_magic = good[:42] + b"\x00\x00" + good[44:]
 truncated = good[:50]
 put = wire.encode_frame(wire.request_dst_mac(wire.OP_GET, b"hot1"), CLIENT_MAC, CLIENT_IP,
-                        SERVICE_IP, 40000, 7777, wire.Message(wire.OP_PUT, 0, 0, 1, 1, b"hot1", b"v"))
+                        wire.request_dst_ip(b"hot1"), 40000, 7777, wire.Message(wire.OP_PUT, 0, 0, 1, 1, b"hot1", b"v"))
 for raw in (bad_magic, truncated, put):
     check(get(b"", raw) is None, "malformed frame gets no answer")
 time.sleep(0.3)

@@ -285,8 +285,10 @@ class Client:
 
     def _frame(self, req: Request, seq: int) -> bytes:
         msg = wire.Message(req.op, 0, 0, self.client_id, seq, req.key, req.value)
+        # The IPv4 destination carries the key hash's top 32 bits (keyhash.request_ip), which
+        # the switch's Ruleset 2 matches; `service_ip` is accepted but no longer sent.
         return wire.encode_frame(wire.request_dst_mac(req.op, req.key), self.io.mac, self.io.ip,
-                                 self.service_ip, self.io.port, self.udp_port, msg)
+                                 wire.request_dst_ip(req.key), self.io.port, self.udp_port, msg)
 
     def _on_reply(self, data: bytes, inflight: dict[int, _InFlight],
                   on_result: Callable[[Result], None], timeout: float) -> None:

@@ -1,6 +1,7 @@
-"""The one key hash of the cluster: low 40 bits of XXH64(key, seed=0), and the request MAC
-prefixes. The one definition of these constants in Python: the controller's switch rules
-(exo_controller.flows) and the partition table (exo_common.partitions) import them from here.
+"""The one key hash of the cluster: low 40 bits of XXH64(key, seed=0), the request MAC
+prefixes, and the request IPv4 destination derived from the hash (request_ip). The one
+definition of these in Python: the controller's switch rules (exo_controller.flows) and the
+partition table (exo_common.partitions) import them from here.
 
 The C++ twin is common/cpp/keyhash.h; both are checked against proto/wire_vectors.json.
 """
@@ -26,6 +27,16 @@ def key_hash(key: bytes) -> int:
 def request_mac(prefix: int, khash: int) -> bytes:
     """Destination MAC of a request: prefix byte + 40-bit hash, big-endian."""
     return bytes([prefix]) + (khash & HASH_MASK).to_bytes(5, "big")
+
+
+def request_ip(khash: int) -> bytes:
+    """IPv4 destination of a request (4 bytes, network order): the top 32 bits of the 40-bit
+    hash, so the IPv4 dst carries the hash too. Open vSwitch's classifier can wildcard IPv4
+    address bits with its prefix tries (Flow_Table prefixes=ip_dst) but never MAC bits: with the
+    hot-key rules matching this as an IPv4 /32, a GET that misses the cache costs OVS one
+    datapath flow per ~2^14 keys instead of one per key (docs/wire-format.md). Nodes ignore it;
+    replies go to the requester's IP. C++ twin: exo::request_ip in common/cpp/keyhash.h."""
+    return ((khash & HASH_MASK) >> 8).to_bytes(4, "big")
 
 
 def mac_str(mac: bytes) -> str:

@@ -10,7 +10,7 @@ import struct
 from collections import namedtuple
 from dataclasses import dataclass
 
-from .keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, request_mac
+from .keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, request_ip, request_mac
 
 MAGIC = 0x4558
 VERSION = 1
@@ -158,6 +158,11 @@ def encode_frame(eth_dst: bytes, eth_src: bytes, ip_src: bytes, ip_dst: bytes,
 
 def request_dst_mac(opcode: int, key: bytes) -> bytes:
     return request_mac(PREFIX_GET if opcode == OP_GET else PREFIX_OTHER, key_hash(key))
+
+
+def request_dst_ip(key: bytes) -> bytes:
+    """IPv4 destination of a request for `key`: keyhash.request_ip of its hash."""
+    return request_ip(key_hash(key))
 
 
 def decode_frame(frame: bytes) -> Frame:

@@ -79,7 +79,7 @@ class NativePipeline {
     std::memcpy(ep.mac.data(), m.data(), 6);
     ep.ip = ipv4(ip, "ip");
     ep.port = static_cast<uint16_t>(port);
-    ep.service_ip = ipv4(service_ip, "service_ip");
+    ep.service_ip = ipv4(service_ip, "service_ip");  // checked, then unused (pipeline.h)
     ep.udp_port = static_cast<uint16_t>(udp_port);
     return ep;
   }

@@ -61,13 +61,14 @@ std::vector<Outcome> Pipeline::execute(const std::vector<Op>& ops, const Options
     std::vector<uint8_t> f(wire::kMinFrame + op.key.size() + op.value.size());
     const uint8_t prefix = op.op == wire::kGet ? kPrefixGet : kPrefixOther;
     const auto key = std::span(reinterpret_cast<const uint8_t*>(op.key.data()), op.key.size());
-    const Mac dst = request_mac(prefix, key_hash(key));
+    const uint64_t hash = key_hash(key);
+    const Mac dst = request_mac(prefix, hash);
     const wire::Addr src{ep_.mac.data(), ep_.ip, ep_.port};
     wire::Header h;
     h.opcode = op.op;
     h.client_id = client_id_;
     h.seq = s;
-    f.resize(wire::build(f, dst.data(), src, ep_.service_ip, ep_.udp_port, h, key,
+    f.resize(wire::build(f, dst.data(), src, request_ip(hash), ep_.udp_port, h, key,
                          std::span(reinterpret_cast<const uint8_t*>(op.value.data()), op.value.size())));
     return f;
   };

@@ -40,7 +40,8 @@ struct Endpoint {
   std::array<uint8_t, 6> mac{};
   uint32_t ip = 0;
   uint16_t port = 0;
-  uint32_t service_ip = 0;
+  uint32_t service_ip = 0;  // accepted (the module's service_ip), unused: a request's IPv4 dst is
+                            // request_ip(key hash), keyhash.h
   uint16_t udp_port = 7777;
 };
 

@@ -97,6 +97,8 @@ struct CacheFillConfig {
 struct Cluster {
   uint32_t mtu = 1500;
   uint16_t udp_port = 7777;
+  // cluster.service_ip: parsed so older configs load, unused by requests (their IPv4 dst is
+  // request_ip(key hash), keyhash.h); exo-loadgen's --dst-mac mode still defaults to it.
   uint32_t service_ip = 0;
   uint32_t partition_bits = 8;
   std::string controller_grpc;

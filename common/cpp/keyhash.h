@@ -28,6 +28,15 @@ inline Mac request_mac(uint8_t prefix, uint64_t hash40) {
   return m;
 }
 
+// IPv4 destination of every request (host order; written big-endian like any address): the top
+// 32 bits of the 40-bit key hash, so the IPv4 dst carries the hash too, not a fixed service
+// address. Open vSwitch's classifier can wildcard IPv4 address bits with its prefix tries
+// (Flow_Table prefixes=ip_dst) but never MAC bits: with the hot-key rules matching this as an
+// IPv4 /32, a GET that misses the cache costs OVS one datapath flow per ~2^14 keys instead of
+// one per key (docs/wire-format.md, docs/switch-rules.md). Nodes ignore it; replies go to the
+// requester's IP. Python twin: keyhash.request_ip.
+inline uint32_t request_ip(uint64_t hash40) { return static_cast<uint32_t>((hash40 & kHashMask) >> 8); }
+
 // The 40-bit hash carried in bytes 1..5 of a request's destination MAC.
 inline uint64_t hash_from_mac(const uint8_t* mac) {
   uint64_t h = 0;

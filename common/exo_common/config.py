@@ -10,7 +10,7 @@ import ipaddress
 import json
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -34,7 +34,9 @@ class ClusterSection(_Strict):
     name: str = Field("exo", description="Cluster name, used in run directories and logs.")
     mtu: int = Field(1500, ge=576, le=9000, description="IP MTU of every link; 9000 for jumbo frames.")
     udp_port: int = Field(7777, ge=1, le=65535, description="UDP port of requests.")
-    service_ip: str = Field("10.0.0.254", description="IPv4 dst of requests; nodes ignore it, tcpdump shows it.")
+    service_ip: str = Field("10.0.0.254", description="Not used by requests any more: their IPv4 destination "
+                            "carries the key hash (docs/wire-format.md). Accepted so older configs load; still "
+                            "the default IPv4 destination of exo-loadgen's `--dst-mac` mode.")
 
     @field_validator("service_ip")
     @classmethod
@@ -51,6 +53,7 @@ class SwitchSection(_Strict):
     fast_add_fraction: float = Field(0.1, ge=0, lt=1, description="Share of C kept as the fast-add buffer: cache nodes together select at most C*(1-fraction) keys, so adds can run ahead of deferred deletes (docs/cache-fill.md).")
     partition_bits: int = Field(8, ge=1, le=12, description="Ruleset 3 has 2^bits wildcard rules (hash-space slots).")
     virtual_nodes: int = Field(64, ge=1, le=1024, description="Points per db node on the consistent-hash ring.")
+    cache_match: Literal["ipv4_dst", "eth_dst"] = Field("ipv4_dst", description="What Ruleset 2 matches the key hash with. ipv4_dst: the hash's top 32 bits, which every request carries as its IPv4 destination (Open vSwitch can wildcard IP bits, so GETs that miss the cache stay out of its slow path). eth_dst: the whole destination MAC aa:<40-bit hash>, the thesis's layout, for a hardware switch with an exact-match L2 table (docs/switch-rules.md).")
     max_partition_load: float = Field(0.0, ge=0, description="0: plain consistent hashing (few slots per node make it uneven). >= 1: bounded loads, no db node owns more than ceil(this x slots / nodes) slots; 1 balances exactly (common/exo_common/partitions.py).")
 
 

@@ -49,7 +49,7 @@ from os_ken.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_D
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from .flows import HASH_MASK, CacheRule, FlowMod, TablePlan, cookie_filter, plan_table, static_flowmods
+from .flows import CacheRule, FlowMod, TablePlan, cookie_filter, plan_table, static_flowmods
 from .ofp_translate import FlowInfo, error_text, from_stats, to_ofp
 from .rule_journal import Ruleset2Journal
 from .rule_updater import Batch, RuleUpdater, UpdateResult
@@ -272,7 +272,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                     return
                 plan = TablePlan(False, why=f"its flow table could not be read ({why})")
             else:
-                plan = plan_table(flows, self._statics, self._cache_ports)
+                plan = plan_table(flows, self._statics, self._cache_ports, self.cfg.switch.cache_match)
             self._table_pending = None
             self.updater.switch_connected(plan.installed if plan.adopt else None)
             self._journal_size()
@@ -496,7 +496,7 @@ class ExoControllerApp(app_manager.OSKenApp):
         caller can tell "not yet on the switch" (accepted + rejected < len(rules)) from a refusal."""
         failed = res.ticket.errors if res.ticket else {}
         bad = {id(r) for r, _ in res.rejected}
-        hashes = [r.key_hash & HASH_MASK for r in rules if id(r) not in bad]
+        hashes = [self.updater.book.rule_hash(r.key_hash) for r in rules if id(r) not in bad]
         refused = sum(1 for h in hashes if h in failed)
         unconfirmed = sum(1 for h in hashes if waited and h not in failed and self.updater.pending(h))
         errors = [e for e in (res.error, *(f"{h:#012x}: {why}" for h, why in failed.items()), note) if e]

@@ -2,10 +2,16 @@
 
 See docs/switch-rules.md. Three rulesets (thesis Table 3.1), all in table 0:
 
-    Ruleset 1  priority 300  eth_dst = node MAC (exact)          -> node's port
-    (ARP)      priority 290  eth_type = 0x0806                  -> FLOOD
-    Ruleset 2  priority 200  eth_dst = aa:<40-bit hash> (exact)  -> cache node's port
+    Ruleset 2  priority 200  eth_dst = aa:../ff:.., ipv4_dst = top 32 hash bits  -> cache node's port
     Ruleset 3  priority 100  eth_dst = aa:<slot>/ef:<top bits>   -> owning db node's port
+    Ruleset 1  priority  50  eth_dst = node MAC (exact)          -> node's port
+    (ARP)      priority  40  eth_type = 0x0806                  -> FLOOD
+
+The layout keeps a GET that misses the cache out of Open vSwitch's slow path: the hot-key rules
+match the hash as an IPv4 /32 (every request carries the top 32 bits of its key hash as its IPv4
+destination, docs/wire-format.md), which OVS's prefix tries wildcard, and Ruleset 1 sits below
+the request rules so a request never visits its exact-MAC subtable (which would pin all 48 MAC
+bits in the datapath flow). docs/switch-rules.md, "Why this layout", has the measurements.
 
 The table-miss is the OpenFlow 1.3 default: drop.
 
@@ -24,6 +30,37 @@ from exoskeleton.keyhash import HASH_BITS, HASH_MASK, PREFIX_BOTH_MASK, PREFIX_G
 
 MAC_MASK = (1 << 48) - 1
 
+# Ruleset 2 matches the top 32 bits of the key hash (the request's IPv4 destination), so the
+# rule book's unit is the hash with its low IP_SHIFT bits cleared: two cached keys whose hashes
+# differ only there share one rule (refcounted like any shared hash), and a non-cached key that
+# shares a rule goes to the cache node, which forwards it to its db node (a miss, still correct).
+IP_SHIFT = HASH_BITS - 32
+RULE_HASH_MASK = HASH_MASK & ~((1 << IP_SHIFT) - 1)
+ETH_TYPE_IPV4 = 0x0800
+GET_PREFIX_MASK = 0xFF << HASH_BITS  # eth_dst mask: the prefix byte only (exactly 0xAA)
+
+
+# What Ruleset 2 matches the hash with (switch.cache_match): "ipv4_dst" (above; for Open vSwitch,
+# whose classifier can wildcard IP bits but not MAC bits) or "eth_dst", the thesis's exact
+# aa:<40-bit hash> (for a hardware switch that puts exact MAC matches in its L2 table).
+CACHE_MATCHES = ("ipv4_dst", "eth_dst")
+
+
+def rule_hash(khash: int, match: str = "ipv4_dst") -> int:
+    """The part of a 40-bit key hash a Ruleset 2 rule matches on (the book's key)."""
+    return khash & (RULE_HASH_MASK if match == "ipv4_dst" else HASH_MASK)
+
+
+def ip_to_int(ip: str) -> int:
+    parts = ip.split(".")
+    if len(parts) != 4:
+        raise ValueError(f"not an IPv4 address: {ip!r}")
+    return int.from_bytes(bytes(int(p) for p in parts), "big")
+
+
+def int_to_ip(value: int) -> str:
+    return ".".join(str(b) for b in (value & 0xFFFF_FFFF).to_bytes(4, "big"))
+
 assert PREFIX_GET & PREFIX_BOTH_MASK == PREFIX_OTHER & PREFIX_BOTH_MASK == PREFIX_GET
 
 RULESET_NODES = 1
@@ -31,10 +68,14 @@ RULESET_CACHE = 2
 RULESET_PARTITIONS = 3
 RULESETS = (RULESET_NODES, RULESET_CACHE, RULESET_PARTITIONS)
 
-PRIORITY = {RULESET_NODES: 300, RULESET_CACHE: 200, RULESET_PARTITIONS: 100}
+# Ruleset 1 below the request rules: requests (prefix 0xAA/0xBA) always match Ruleset 3, so OVS
+# never looks them up in Ruleset 1's exact-MAC subtable (it visits subtables by priority and stops
+# below the best match). Node MACs never start with 0xAA/0xBA (config validator): the rulesets
+# are disjoint, so this order changes no forwarding decision.
+PRIORITY = {RULESET_CACHE: 200, RULESET_PARTITIONS: 100, RULESET_NODES: 50}
 # ARP floods. Below Ruleset 1 so a unicast ARP reply (which also matches its node's Ruleset 1
 # rule) is not an overlap of two rules at the same priority (undefined order in OpenFlow).
-PRIORITY_ARP = 290
+PRIORITY_ARP = 40
 
 COOKIE_TAG = 0xE0
 COOKIE_TAG_MASK = 0xF0 << 56
@@ -95,6 +136,7 @@ class FlowMod:
     eth_dst: Optional[int] = None      # 48-bit int
     eth_dst_mask: Optional[int] = None  # None = exact match
     eth_type: Optional[int] = None
+    ipv4_dst: Optional[int] = None     # 32-bit int, exact (Ruleset 2)
     cookie_mask: int = 0               # only meaningful for DELETE
     all_tables: bool = False           # DELETE in every table (the flush), not just table 0
 
@@ -102,9 +144,18 @@ class FlowMod:
     def ruleset(self) -> Optional[int]:
         return ruleset_of_cookie(self.cookie)
 
+    @property
+    def rule_hash(self) -> Optional[int]:
+        """The key hash (rule_hash form) a Ruleset 2 flow matches; None for other flows."""
+        if self.ipv4_dst is not None:
+            return self.ipv4_dst << IP_SHIFT
+        if self.ruleset == RULESET_CACHE and self.eth_dst is not None and self.eth_dst_mask is None:
+            return self.eth_dst & HASH_MASK  # the eth_dst form
+        return None
+
     def match_key(self) -> tuple:
         """What makes two flows "the same flow" in OpenFlow: match fields + priority."""
-        return (self.priority, self.eth_type, self.eth_dst, self.eth_dst_mask)
+        return (self.priority, self.eth_type, self.eth_dst, self.eth_dst_mask, self.ipv4_dst)
 
     def __str__(self) -> str:
         parts = [self.command, f"cookie={self.cookie:#x}", f"priority={self.priority}"]
@@ -115,6 +166,8 @@ class FlowMod:
             if self.eth_dst_mask is not None:
                 dst += "/" + int_to_mac(self.eth_dst_mask)
             parts.append(f"dl_dst={dst}")
+        if self.ipv4_dst is not None:
+            parts.append(f"nw_dst={int_to_ip(self.ipv4_dst)}")
         if self.cookie_mask:
             parts[1] += f"/{self.cookie_mask:#x}"
         if self.out_port is not None and self.command != ADD:
@@ -209,21 +262,30 @@ class BookResult:
         return "; ".join(f"{r.key_hash:#012x}@{r.cache_node}: {why}" for r, why in self.rejected)
 
     def touched_hashes(self) -> set[int]:
-        return {fm.eth_dst & HASH_MASK for fm in self.flowmods if fm.eth_dst is not None}
+        return {fm.rule_hash for fm in self.flowmods if fm.rule_hash is not None}
 
 
-def cache_flowmod(khash: int, out_port: Optional[int], command: str = ADD) -> FlowMod:
-    khash &= HASH_MASK
-    return FlowMod(command=command, priority=PRIORITY[RULESET_CACHE],
-                   cookie=make_cookie(RULESET_CACHE, khash),
-                   eth_dst=(PREFIX_GET << HASH_BITS) | khash,
-                   out_port=out_port if command == ADD else None)
+def cache_flowmod(khash: int, out_port: Optional[int], command: str = ADD, match: str = "ipv4_dst") -> FlowMod:
+    """The Ruleset 2 rule for `khash`: prefix byte exactly 0xAA (GETs only) and the hash's top 32
+    bits as the IPv4 destination; with match="eth_dst", the exact MAC aa:<40-bit hash>."""
+    if match not in CACHE_MATCHES:
+        raise ValueError(f"cache match must be one of {CACHE_MATCHES}, not {match!r}")
+    h = rule_hash(khash, match)
+    port = out_port if command == ADD else None
+    cookie = make_cookie(RULESET_CACHE, h)
+    if match == "eth_dst":
+        return FlowMod(command=command, priority=PRIORITY[RULESET_CACHE], cookie=cookie,
+                       eth_dst=(PREFIX_GET << HASH_BITS) | h, out_port=port)
+    return FlowMod(command=command, priority=PRIORITY[RULESET_CACHE], cookie=cookie, eth_type=ETH_TYPE_IPV4,
+                   eth_dst=PREFIX_GET << HASH_BITS, eth_dst_mask=GET_PREFIX_MASK,
+                   ipv4_dst=h >> IP_SHIFT, out_port=port)
 
 
 class CacheRuleBook:
     """The Ruleset 2 state the switch should hold, and the flow-mods to get it there.
 
-    Per hash we keep a refcount per cache node (two cached keys can share a 40-bit hash). The
+    Per rule hash (rule_hash: the 40-bit key hash less its low IP_SHIFT bits) we keep a refcount
+    per cache node (two cached keys can share one). The
     rule outputs to the node added most recently that still holds a reference, so:
       * add(h, B) while the rule points at A moves it to B (one ADD: same match+priority replaces);
       * remove(h, A) afterwards changes nothing on the switch;
@@ -233,14 +295,24 @@ class CacheRuleBook:
     Not thread-safe: the os-ken app serialises calls.
     """
 
-    def __init__(self, ports: dict[str, int], capacity: Optional[int] = None):
+    def __init__(self, ports: dict[str, int], capacity: Optional[int] = None, match: str = "ipv4_dst"):
+        if match not in CACHE_MATCHES:
+            raise ValueError(f"cache match must be one of {CACHE_MATCHES}, not {match!r}")
         self._ports = dict(ports)
         self._capacity = capacity
+        self.match = match
         self._refs: dict[int, OrderedDict[str, int]] = {}
 
     @classmethod
     def from_config(cls, cfg) -> "CacheRuleBook":
-        return cls({c.name: c.switch_port for c in cfg.cache_nodes}, cfg.switch.cache_rule_capacity)
+        return cls({c.name: c.switch_port for c in cfg.cache_nodes}, cfg.switch.cache_rule_capacity,
+                   cfg.switch.cache_match)
+
+    def rule_hash(self, khash: int) -> int:
+        return rule_hash(khash, self.match)
+
+    def flowmod(self, khash: int, out_port: Optional[int], command: str = ADD) -> FlowMod:
+        return cache_flowmod(khash, out_port, command, self.match)
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -249,11 +321,11 @@ class CacheRuleBook:
         return list(self._refs)
 
     def owner(self, khash: int) -> Optional[str]:
-        refs = self._refs.get(khash & HASH_MASK)
+        refs = self._refs.get(self.rule_hash(khash))
         return next(reversed(refs)) if refs else None
 
     def refcount(self, khash: int, node: str) -> int:
-        return self._refs.get(khash & HASH_MASK, {}).get(node, 0)
+        return self._refs.get(self.rule_hash(khash), {}).get(node, 0)
 
     def _check_node(self, rule: CacheRule) -> Optional[str]:
         if rule.cache_node not in self._ports:
@@ -266,14 +338,14 @@ class CacheRuleBook:
         if after == before:
             return []
         if after is None:
-            return [cache_flowmod(khash, None, DELETE_STRICT)]
-        return [cache_flowmod(khash, self._ports[after])]
+            return [self.flowmod(khash, None, DELETE_STRICT)]
+        return [self.flowmod(khash, self._ports[after])]
 
     def add(self, rules: Iterable[CacheRule]) -> BookResult:
         res = BookResult()
         for rule in rules:
             why = self._check_node(rule)
-            h = rule.key_hash & HASH_MASK
+            h = self.rule_hash(rule.key_hash)
             if why is None and h not in self._refs and self._capacity is not None \
                     and len(self._refs) >= self._capacity:
                 why = f"Ruleset 2 is full ({self._capacity} rules, switch.cache_rule_capacity)"
@@ -295,7 +367,7 @@ class CacheRuleBook:
             if why:
                 res.rejected.append((rule, why))
                 continue
-            h = rule.key_hash & HASH_MASK
+            h = self.rule_hash(rule.key_hash)
             refs = self._refs.get(h)
             res.accepted += 1
             if not refs or rule.cache_node not in refs:
@@ -321,7 +393,7 @@ class CacheRuleBook:
         return held
 
     def snapshot(self, hashes: Iterable[int]) -> dict[int, Optional[OrderedDict]]:
-        return {h & HASH_MASK: (OrderedDict(self._refs[h & HASH_MASK]) if (h & HASH_MASK) in self._refs else None)
+        return {self.rule_hash(h): (OrderedDict(self._refs[self.rule_hash(h)]) if (self.rule_hash(h)) in self._refs else None)
                 for h in hashes}
 
     def restore(self, snap: dict[int, Optional[OrderedDict]]) -> list[FlowMod]:
@@ -338,7 +410,7 @@ class CacheRuleBook:
 
     def all_flowmods(self) -> list[FlowMod]:
         """ADDs for every rule the switch should hold (after a reconnect and flush)."""
-        return [cache_flowmod(h, self._ports[self.owner(h)]) for h in sorted(self._refs)]
+        return [self.flowmod(h, self._ports[self.owner(h)]) for h in sorted(self._refs)]
 
 
 # ---------------------------------------------------------------- adopting a switch's table
@@ -359,23 +431,23 @@ def switch_flow_as_flowmod(flow) -> Optional[FlowMod]:
     instructions or actions, timeouts)."""
     if not getattr(flow, "plain", True) or getattr(flow, "table_id", 0) != 0:
         return None
+    ipv4_dst = getattr(flow, "ipv4_dst", "")
     return FlowMod(command=ADD, priority=flow.priority, cookie=flow.cookie, out_port=flow.out_port,
                    eth_dst=mac_to_int(flow.eth_dst) if flow.eth_dst else None,
                    eth_dst_mask=mac_to_int(flow.eth_dst_mask) if flow.eth_dst_mask else None,
-                   eth_type=flow.eth_type)
+                   eth_type=flow.eth_type, ipv4_dst=ip_to_int(ipv4_dst) if ipv4_dst else None)
 
 
-def _cache_rule_hash(fm: FlowMod, cache_ports: Iterable[int]) -> Optional[int]:
+def _cache_rule_hash(fm: FlowMod, cache_ports: Iterable[int], match: str) -> Optional[int]:
     """The hash of a well-formed Ruleset 2 flow that outputs to a cache node's port, else None."""
-    if (fm.priority != PRIORITY[RULESET_CACHE] or fm.eth_type is not None or fm.eth_dst is None
-            or fm.eth_dst_mask is not None or fm.eth_dst >> HASH_BITS != PREFIX_GET
-            or fm.out_port not in cache_ports):
+    if fm.priority != PRIORITY[RULESET_CACHE] or fm.rule_hash is None or fm.out_port not in cache_ports:
         return None
-    h = fm.eth_dst & HASH_MASK
-    return h if fm.cookie == make_cookie(RULESET_CACHE, h) else None
+    h = fm.rule_hash
+    return h if fm == cache_flowmod(h, fm.out_port, ADD, match) else None
 
 
-def plan_table(flows: Iterable, statics: Iterable[FlowMod], cache_ports: Iterable[int]) -> TablePlan:
+def plan_table(flows: Iterable, statics: Iterable[FlowMod], cache_ports: Iterable[int],
+               match: str = "ipv4_dst") -> TablePlan:
     """Keep the switch's table when every flow on it is either one of `statics` (Ruleset 1, ARP,
     Ruleset 3: same match, priority, cookie and output) or a well-formed Ruleset 2 rule to a
     cache node's port, and every static is there. Anything else (a missing or different static,
@@ -390,7 +462,7 @@ def plan_table(flows: Iterable, statics: Iterable[FlowMod], cache_ports: Iterabl
         if fm is None:
             foreign.append(f"cookie={flow.cookie:#x} priority={flow.priority} (not a flow we program)")
         elif fm.ruleset == RULESET_CACHE:
-            h = _cache_rule_hash(fm, cache_ports)
+            h = _cache_rule_hash(fm, cache_ports, match)
             if h is None:
                 foreign.append(str(fm))
             else:

@@ -68,7 +68,7 @@ class ControllerServicer(control_pb2_grpc.ControllerServicer):
             context.abort(grpc.StatusCode.INTERNAL, str(err))
         return control_pb2.ListRulesReply(switch_connected=True, flows=[
             control_pb2.FlowEntry(ruleset=f.ruleset, priority=f.priority, eth_dst=f.eth_dst,
-                                  eth_dst_mask=f.eth_dst_mask, out_port=f.out_port or 0,
+                                  eth_dst_mask=f.eth_dst_mask, ipv4_dst=f.ipv4_dst, out_port=f.out_port or 0,
                                   packet_count=f.packet_count, byte_count=f.byte_count, cookie=f.cookie)
             for f in flows])
 

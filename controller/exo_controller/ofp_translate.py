@@ -7,7 +7,7 @@ from typing import Optional
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from .flows import ADD, DELETE, DELETE_STRICT, FlowMod, int_to_mac, mac_to_int, ruleset_of_cookie
+from .flows import ADD, DELETE, DELETE_STRICT, FlowMod, int_to_ip, int_to_mac, mac_to_int, ruleset_of_cookie
 
 TABLE = 0
 
@@ -21,6 +21,8 @@ def to_match(fm: FlowMod) -> parser.OFPMatch:
     if fm.eth_dst is not None:
         dst = int_to_mac(fm.eth_dst)
         fields["eth_dst"] = (dst, int_to_mac(fm.eth_dst_mask)) if fm.eth_dst_mask is not None else dst
+    if fm.ipv4_dst is not None:
+        fields["ipv4_dst"] = int_to_ip(fm.ipv4_dst)
     return parser.OFPMatch(**fields)
 
 
@@ -62,19 +64,22 @@ class FlowInfo:
     byte_count: int
     cookie: int
     eth_type: Optional[int] = None
+    ipv4_dst: str = ""  # "" when not matched (Ruleset 2 matches it exactly)
     table_id: int = 0
-    # Nothing beyond what we program: match on eth_dst/eth_type only, one apply-actions
+    # Nothing beyond what we program: match on eth_dst/eth_type/ipv4_dst only, one apply-actions
     # instruction with one output action, no timeouts (flows.plan_table compares the rest).
     plain: bool = True
 
 
-_PLAIN_MATCH = {"eth_dst", "eth_type"}
+_PLAIN_MATCH = {"eth_dst", "eth_type", "ipv4_dst"}
 
 
 def _is_plain(stat) -> bool:
     if getattr(stat, "idle_timeout", 0) or getattr(stat, "hard_timeout", 0):
         return False
     if {name for name, _ in stat.match.items()} - _PLAIN_MATCH:
+        return False
+    if isinstance(stat.match.get("ipv4_dst"), tuple):  # we only ever match it exactly
         return False
     if len(stat.instructions) != 1:
         return False
@@ -111,6 +116,7 @@ def from_stats(stat) -> FlowInfo:
         byte_count=stat.byte_count,
         cookie=stat.cookie,
         eth_type=stat.match.get("eth_type"),
+        ipv4_dst=ip if isinstance(ip := stat.match.get("ipv4_dst", ""), str) else "",
         table_id=getattr(stat, "table_id", 0),
         plain=_is_plain(stat),
     )

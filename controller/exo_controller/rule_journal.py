@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from .flows import HASH_MASK
-
 LOG = logging.getLogger("exo_controller.journal")
 
 
@@ -59,7 +57,7 @@ class Ruleset2Journal:
             return
         rec = {"t": self.clock(), "xid": xid, "op": kind}
         if kind != "withdraw":
-            rec["hash"] = fm.eth_dst & HASH_MASK
+            rec["hash"] = fm.rule_hash
         if fm.out_port is not None:
             rec["port"] = fm.out_port
         self._write(rec)

@@ -64,8 +64,8 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional, Sequence
 
-from .flows import (ADD, DELETE_STRICT, HASH_MASK, CacheRule, CacheRuleBook, FlowMod,
-                    cache_flowmod, flush_flowmod, static_flowmods, withdraw_flowmod)
+from .flows import (ADD, DELETE_STRICT, CacheRule, CacheRuleBook, FlowMod, flush_flowmod, static_flowmods,
+                    withdraw_flowmod)
 
 STATIC, ADD_RULE, DEL_RULE, WITHDRAW = "static", "add", "delete", "withdraw"
 
@@ -129,7 +129,7 @@ class RuleUpdater:
 
     def __init__(self, ports: Mapping[str, int], capacity: int, rate: float,
                  statics: Sequence[FlowMod] = (), burst: Optional[float] = None,
-                 fault: Optional[str] = None):
+                 fault: Optional[str] = None, match: str = "ipv4_dst"):
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r} (known: {', '.join(FAULTS)})")
         self.fault = fault
@@ -139,7 +139,7 @@ class RuleUpdater:
         self.burst = max(1.0, self.rate / 10) if burst is None else max(1.0, float(burst))
         self._ports = dict(ports)
         self._statics_template = [flush_flowmod(), *statics]
-        self.book = CacheRuleBook(self._ports, capacity)   # desired
+        self.book = CacheRuleBook(self._ports, capacity, match)   # desired
         self.installed: dict[int, int] = {}                # hash -> port, barrier-confirmed
         self._loads: dict[int, float] = {}
         self._adds: dict[int, int] = {}                    # hash -> seq (FIFO tie-break)
@@ -178,7 +178,7 @@ class RuleUpdater:
     def from_config(cls, cfg, fault: Optional[str] = None) -> "RuleUpdater":
         sw = cfg.switch
         return cls({c.name: c.switch_port for c in cfg.cache_nodes}, sw.cache_rule_capacity,
-                   sw.rule_update_rate, static_flowmods(cfg), fault=fault)
+                   sw.rule_update_rate, static_flowmods(cfg), fault=fault, match=sw.cache_match)
 
     # ------------------------------------------------------------------ requests
 
@@ -214,7 +214,7 @@ class RuleUpdater:
 
     def _track(self, res, rules: list[CacheRule]) -> UpdateResult:
         bad = {id(r) for r, _ in res.rejected}
-        hashes = frozenset(r.key_hash & HASH_MASK for r in rules if id(r) not in bad)
+        hashes = frozenset(self.book.rule_hash(r.key_hash) for r in rules if id(r) not in bad)
         ticket = Ticket(hashes)
         self._tickets.add(ticket)
         for h in hashes:
@@ -223,7 +223,7 @@ class RuleUpdater:
 
     def _note_touched(self, rule: CacheRule) -> None:
         if rule.cache_node in self._unsynced:
-            self._touched[rule.cache_node].add(rule.key_hash & HASH_MASK)
+            self._touched[rule.cache_node].add(self.book.rule_hash(rule.key_hash))
 
     def add(self, rules: Iterable[CacheRule], loads: Optional[Iterable[float]] = None) -> UpdateResult:
         """Add references to the desired book; `loads` (parallel to rules) orders the add queue.
@@ -234,7 +234,7 @@ class RuleUpdater:
             raise ValueError(f"{len(loads)} loads for {len(rules)} rules")
         to_book, absorbed, out = [], 0, []
         for r in rules:
-            key = (r.key_hash & HASH_MASK, r.cache_node)
+            key = (self.book.rule_hash(r.key_hash), r.cache_node)
             if r.cache_node in self._out:
                 out.append((r, out_of_cluster(r.cache_node)))
                 continue
@@ -253,7 +253,7 @@ class RuleUpdater:
         res.rejected += out
         bad = {id(r) for r, _ in res.rejected}
         for r, load in zip(rules, loads):
-            h = r.key_hash & HASH_MASK
+            h = self.book.rule_hash(r.key_hash)
             if id(r) not in bad:
                 self._loads[h] = max(self._loads.get(h, 0.0), float(load or 0.0))
         return self._track(res, rules)
@@ -268,7 +268,7 @@ class RuleUpdater:
                 noop += 1
                 continue
             self._note_touched(r)
-            key = (r.key_hash & HASH_MASK, r.cache_node)
+            key = (self.book.rule_hash(r.key_hash), r.cache_node)
             if self._from_sync[key] > 0:
                 self._from_sync[key] -= 1
                 if not self._from_sync[key]:
@@ -279,7 +279,7 @@ class RuleUpdater:
         return self._track(res, rules)
 
     def pending(self, h: int) -> bool:
-        h &= HASH_MASK
+        h = self.book.rule_hash(h)
         return (h in self._adds or h in self._dels or h in self._inflight
                 or self._withdrawing(self.installed.get(h)))
 
@@ -348,7 +348,7 @@ class RuleUpdater:
             return 0
         touched = self._touched.pop(node, set())
         self._unsynced.discard(node)
-        counts = Counter(h & HASH_MASK for h in hashes)
+        counts = Counter(self.book.rule_hash(h) for h in hashes)
         rules = [CacheRule(h, node) for h, n in counts.items() if h not in touched for _ in range(n)]
         res = self.book.add(rules)
         bad = {id(r) for r, _ in res.rejected}
@@ -380,7 +380,7 @@ class RuleUpdater:
             self.installed = {}
         else:
             self._statics = deque()
-            self.installed = {h & HASH_MASK: port for h, port in table.items()}
+            self.installed = {self.book.rule_hash(h): port for h, port in table.items()}
             ports = set(self.installed.values())
             for node in sorted(self._out):
                 if self._ports[node] in ports and node not in self._withdrawals:
@@ -528,13 +528,13 @@ class RuleUpdater:
                     it = _Item(ADD_RULE, h, port, self._adds.pop(h), h not in self.installed)
                     self._new_inflight += it.new
                     self.ruleset2_peak = max(self.ruleset2_peak, self.ruleset2_may_hold)
-                    fm = cache_flowmod(h, port, ADD)
+                    fm = self.book.flowmod(h, port, ADD)
                 else:
                     h = next(dels, None)
                     if h is None:
                         break
                     it = _Item(DEL_RULE, h, None, self._dels.pop(h))
-                    fm = cache_flowmod(h, None, DELETE_STRICT)
+                    fm = self.book.flowmod(h, None, DELETE_STRICT)
                 self._inflight[h] = it
                 batch.mods.append(fm)
                 batch.items.append(it)

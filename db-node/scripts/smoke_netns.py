@@ -35,7 +35,6 @@ WORK = Path("/tmp/exodb-smoke")
 NODE_MAC = "02:00:00:00:02:01"
 PORT = 7777
 CLIENT_IP = bytes([10, 0, 3, 1])
-SERVICE_IP = bytes([10, 0, 0, 254])
 FAILURES: list[str] = []
 
 
@@ -111,8 +110,8 @@ class Client:
     def frame(self, op: int, key: bytes, value: bytes = b"", port: int = PORT, flags: int = 0) -> bytes:
         self.seq += 1
         msg = wire.Message(op, 0, flags, 0xC0FFEE, self.seq, key, value)
-        return wire.encode_frame(wire.request_dst_mac(op, key), self.mac, CLIENT_IP, SERVICE_IP,
-                                 40001, port, msg)
+        return wire.encode_frame(wire.request_dst_mac(op, key), self.mac, CLIENT_IP,
+                                 wire.request_dst_ip(key), 40001, port, msg)
 
     def send(self, frame: bytes) -> None:
         self.sock.send(frame)

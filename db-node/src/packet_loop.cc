@@ -29,6 +29,7 @@ struct Burst {
   std::vector<uint8_t> tx = std::vector<uint8_t>(kBurst * kBufSize);
   std::array<iovec, kBurst> rx_iov{}, tx_iov{};
   std::array<mmsghdr, kBurst> rx_msg{}, tx_msg{};
+  std::array<BurstItem, kBurst> items{};  // frame i's reply is built in tx_frame(i)
 
   Burst() {
     for (unsigned i = 0; i < kBurst; ++i) {
@@ -86,7 +87,9 @@ void run_packet_loop(int fd, RequestHandler& handler, Counters& c, const std::at
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
-    unsigned replies = 0;
+    // Batch, then execute: the handler answers the burst's writes in order and its GETs with
+    // one MultiGet (RequestHandler::handle_burst).
+    unsigned n_items = 0;
     for (int i = 0; i < got; ++i) {
       const size_t n = b.rx_msg[i].msg_len;
       if (n > kBufSize) {
@@ -94,11 +97,14 @@ void run_packet_loop(int fd, RequestHandler& handler, Counters& c, const std::at
         bump(c.malformed_dropped);
         continue;
       }
-      uint8_t* out = b.tx_frame(replies);
-      const size_t len = handler.handle(std::span<const uint8_t>(b.rx_frame(i), n),
-                                        std::span<uint8_t>(out, kBufSize));
-      if (len == 0) continue;
-      b.tx_iov[replies] = {out, len};
+      b.items[n_items++] = BurstItem{std::span<const uint8_t>(b.rx_frame(i), n),
+                                     std::span<uint8_t>(b.tx_frame(i), kBufSize)};
+    }
+    handler.handle_burst(std::span<BurstItem>(b.items.data(), n_items));
+    unsigned replies = 0;
+    for (unsigned i = 0; i < n_items; ++i) {
+      if (b.items[i].len == 0) continue;
+      b.tx_iov[replies] = {b.items[i].out.data(), b.items[i].len};
       ++replies;
     }
     if (replies) send_burst(fd, b, replies, c);

@@ -25,44 +25,69 @@ RequestHandler::RequestHandler(const NodeContext& ctx, Counters& counters)
   screen_policy_.self_mac = self_mac_;
 }
 
-size_t RequestHandler::handle(std::span<const uint8_t> frame, std::span<uint8_t> out) {
+bool RequestHandler::accept(std::span<const uint8_t> frame, wire::FrameView* req) {
   bump(c_.rx_frames);
   // The nodes' one pre-filter (wire::screen): someone else's traffic is ignored; a frame of ours
   // that fails validation (checksums included), is longer than 14 + mtu (no client of this
   // cluster sends that: it refuses such values with ValueTooLarge) or is a reply (never
   // legitimate here: a reflected or looped frame must not start a reply storm) is malformed.
-  wire::FrameView req;
   wire::ParseError err = wire::ParseError::kNone;
-  switch (wire::screen(frame, screen_policy_, req, &err)) {
+  switch (wire::screen(frame, screen_policy_, *req, &err)) {
     case wire::Screen::kIgnore:
       bump(c_.ignored);
-      return 0;
+      return false;
     case wire::Screen::kMalformed:
       bump(c_.malformed_dropped);
       LOG_DEBUG("dropped malformed frame (%zu bytes): %s", frame.size(), wire::to_string(err));
-      return 0;
+      return false;
     case wire::Screen::kRequest:
       break;
   }
-  out = out.first(std::min(out.size(), max_frame_));
-
-  const uint64_t hash = key_hash(req.key);
   // Serve misrouted requests anyway: during a partition-table change the switch and the
   // config may briefly disagree, and answering beats a client timeout. The counter shows it.
-  if (ctx_.cluster.owner_index(hash) != ctx_.self_index) bump(c_.misrouted);
-
-  switch (req.op()) {
-    case wire::kGet:
-      return handle_get(req, out);
-    case wire::kPut:
-    case wire::kDelete:
-      return handle_write(req, hash, out);
-  }
-  bump(c_.malformed_dropped);  // unreachable: parse() rejects other opcodes
-  return 0;
+  if (ctx_.cluster.owner_index(key_hash(req->key)) != ctx_.self_index) bump(c_.misrouted);
+  return true;
 }
 
-size_t RequestHandler::handle_get(const wire::FrameView& req, std::span<uint8_t> out) {
+size_t RequestHandler::handle(std::span<const uint8_t> frame, std::span<uint8_t> out) {
+  BurstItem one{frame, out};
+  handle_burst(std::span<BurstItem>(&one, 1));
+  return one.len;
+}
+
+void RequestHandler::handle_burst(std::span<BurstItem> items) {
+  gets_.clear();
+  get_keys_.clear();
+  for (size_t i = 0; i < items.size(); ++i) {
+    BurstItem& it = items[i];
+    it.len = 0;
+    wire::FrameView req;
+    if (!accept(it.frame, &req)) continue;
+    switch (req.op()) {
+      case wire::kGet:
+        note_get(req);
+        gets_.push_back({i, req});
+        get_keys_.push_back(req.key);
+        continue;
+      case wire::kPut:
+      case wire::kDelete:
+        it.len = handle_write(req, key_hash(req.key), it.out.first(std::min(it.out.size(), max_frame_)));
+        continue;
+    }
+    bump(c_.malformed_dropped);  // unreachable: parse() rejects other opcodes
+  }
+  if (gets_.empty()) return;
+  // No stripe lock: a RocksDB read is atomic per key and sees either the old or the new value
+  // of a concurrent write, both fine for a request concurrent with that write.
+  ctx_.store.multi_get(get_keys_, &get_values_, &get_results_);
+  for (size_t g = 0; g < gets_.size(); ++g) {
+    BurstItem& it = items[gets_[g].item];
+    it.len = answer_get(gets_[g].req, get_results_[g], get_values_[g],
+                        it.out.first(std::min(it.out.size(), max_frame_)));
+  }
+}
+
+void RequestHandler::note_get(const wire::FrameView& req) {
   bump(c_.gets);
   if (req.flags & wire::kForwarded) bump(c_.forwarded_gets);
   // Forwarded GETs count too: they are reads of this node's keys that the cache did not serve.
@@ -71,9 +96,10 @@ size_t RequestHandler::handle_get(const wire::FrameView& req, std::span<uint8_t>
     bump(c_.hot_sampled);
     ctx_.hot_keys->observe(as_sv(req.key), steady_ms());
   }
-  // No stripe lock: a RocksDB Get is atomic per key and sees either the old or the new value
-  // of a concurrent write, both fine for a request concurrent with that write.
-  const StoreResult r = ctx_.store.get(req.key, &value_);
+}
+
+size_t RequestHandler::answer_get(const wire::FrameView& req, const StoreResult& r,
+                                  const std::string& value, std::span<uint8_t> out) {
   if (r.code == StoreResult::kNotFound) {
     bump(c_.not_found);
     return reply(req, out, wire::kNotFound);
@@ -82,12 +108,11 @@ size_t RequestHandler::handle_get(const wire::FrameView& req, std::span<uint8_t>
     LOG_WARN("GET failed: %s", r.error.c_str());
     return error(req, out);
   }
-  const auto value = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(value_.data()),
-                                              value_.size());
-  const size_t n = reply(req, out, wire::kOk, value);
+  const auto bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(value.data()), value.size());
+  const size_t n = reply(req, out, wire::kOk, bytes);
   if (n == 0) {
     // Stored by a client with a larger MTU, or written directly: it cannot go in one frame.
-    LOG_DEBUG("GET value of %zu bytes does not fit a %zu-byte frame", value_.size(), out.size());
+    LOG_DEBUG("GET value of %zu bytes does not fit a %zu-byte frame", value.size(), out.size());
     return error(req, out);
   }
   return n;

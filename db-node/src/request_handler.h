@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "cached_keys.h"
 #include "cluster.h"
@@ -44,9 +45,22 @@ struct NodeContext {
   const DbNodeInfo& self() const { return cluster.db_nodes[self_index]; }
 };
 
+// One frame of a received burst and where its reply goes (RequestHandler::handle_burst).
+struct BurstItem {
+  std::span<const uint8_t> frame;  // must stay valid for the whole burst
+  std::span<uint8_t> out;          // must not alias any frame of the burst
+  size_t len = 0;                  // set: the reply's length, 0 = nothing to send
+};
+
 class RequestHandler {
  public:
   RequestHandler(const NodeContext& ctx, Counters& counters);
+
+  // Handles a burst in two passes (batch, then execute): writes and bad frames are answered in
+  // arrival order, and the burst's GETs are then read with one KvStore::multi_get and answered.
+  // A GET that arrived before a write of the same key in the same burst may see that write:
+  // both happen while both requests are outstanding, so any order is linearizable.
+  void handle_burst(std::span<BurstItem> items);
 
   // Handles one received frame (counts it in rx_frames). Writes the reply into `out` and
   // returns its length, or returns 0 when nothing must be sent (ignored or malformed frame).
@@ -54,7 +68,13 @@ class RequestHandler {
   size_t handle(std::span<const uint8_t> frame, std::span<uint8_t> out);
 
  private:
-  size_t handle_get(const wire::FrameView& req, std::span<uint8_t> out);
+  // Screens one frame (counts it); true if it is a request of ours, parsed into *req.
+  bool accept(std::span<const uint8_t> frame, wire::FrameView* req);
+  // A GET's counters and hot-key sampling (before its read).
+  void note_get(const wire::FrameView& req);
+  // A GET's reply from its read.
+  size_t answer_get(const wire::FrameView& req, const StoreResult& r, const std::string& value,
+                    std::span<uint8_t> out);
   // Dedup check, then write_cached() for a key a cache node holds, else the uncached write.
   // Wire status of a write: OK applied; BUSY and ERROR definitely not applied.
   size_t handle_write(const wire::FrameView& req, uint64_t hash, std::span<uint8_t> out);
@@ -80,7 +100,15 @@ class RequestHandler {
   wire::Addr self_addr_;
   size_t max_frame_;    // 14 + mtu
   wire::ScreenPolicy screen_policy_;  // the pre-filter's view of this node
-  std::string value_;   // GET buffer, reused so steady state does not allocate
+  // handle_burst's GETs: reused across bursts so steady state does not allocate
+  struct PendingGet {
+    size_t item;
+    wire::FrameView req;
+  };
+  std::vector<PendingGet> gets_;
+  std::vector<Bytes> get_keys_;
+  std::vector<std::string> get_values_;
+  std::vector<StoreResult> get_results_;
   Sampler sampler_;     // which GETs feed ctx_.hot_keys
 };
 

@@ -125,6 +125,16 @@ class KvStore {
   // Client data (Cf::kData). kOk fills *value (replacing its contents), kNotFound leaves it
   // empty.
   virtual StoreResult get(Bytes key, std::string* value) = 0;
+  // Reads many keys of client data at once: (*values)[i] and (*results)[i] for keys[i], as get()
+  // would return them; both vectors are resized to keys.size(). The packet loop reads a burst's
+  // GETs with one call (RocksDB's MultiGet batches the index and block lookups); this default
+  // is a loop over get() for stores without a batched read.
+  virtual void multi_get(std::span<const Bytes> keys, std::vector<std::string>* values,
+                         std::vector<StoreResult>* results) {
+    values->resize(keys.size());
+    results->resize(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) (*results)[i] = get(keys[i], &(*values)[i]);
+  }
   // Applies `ops` atomically (one WriteBatch).
   virtual StoreResult write(std::span<const StoreOp> ops,
                             Durability d = Durability::kAsConfigured) = 0;
@@ -177,11 +187,10 @@ class RocksStore final : public KvStore {
   StoreResult prepared_txns(std::vector<PreparedTxn>* out) override;
   StoreResult rollback_prepared(uint64_t txid) override;
 
-  // Not part of KvStore (the node's paths do not use them); for tools and benchmarks.
-  // MultiGet of client data (Cf::kData): (*values)[i] and (*results)[i] for keys[i], as get()
-  // would return them. Both vectors are resized to keys.size().
   void multi_get(std::span<const Bytes> keys, std::vector<std::string>* values,
-                 std::vector<StoreResult>* results);
+                 std::vector<StoreResult>* results) override;
+
+  // Not part of KvStore (the node's paths do not use them); for tools and benchmarks.
   // Flushes every column family's memtable to an SST file (and waits).
   StoreResult flush();
   // flush(), then a full manual compaction of client data, the bottommost level included, so

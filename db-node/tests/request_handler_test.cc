@@ -42,6 +42,55 @@ TEST_F(HandlerTest, PutThenGetRoundTrip) {
   EXPECT_EQ(counter(c, "errors"), 0u);
 }
 
+// A burst (the packet loop's recvmmsg): its GETs are read with ONE multi_get after its writes
+// and bad frames were handled, every reply lands in its own frame's slot, and a GET that
+// arrived before a write of the same key in the same burst sees that write (both were
+// outstanding together, so either order is linearizable).
+TEST_F(HandlerTest, BurstReadsItsGetsWithOneMultiGetAfterItsWrites) {
+  store.data[key] = "old";
+  const std::string other = key_owned_by(cluster, 0, "other");
+  store.data[other] = "other";
+  std::vector<uint8_t> bad = request(wire::kGet, key, "", 4);
+  bad[24] ^= 0xFF;  // the IPv4 header checksum: malformed, no reply, counted
+  std::vector<std::vector<uint8_t>> frames = {
+      request(wire::kGet, key, "", 1),      // before the PUT below, sees it
+      request(wire::kPut, key, "new", 2),
+      request(wire::kGet, other, "", 3),
+      bad,
+      request(wire::kGet, "missing-key-xyz", "", 5),
+  };
+  std::vector<std::vector<uint8_t>> outs(frames.size(), std::vector<uint8_t>(16384));
+  std::vector<BurstItem> items;
+  for (size_t i = 0; i < frames.size(); ++i) items.push_back(BurstItem{frames[i], outs[i]});
+  h.handle_burst(items);
+
+  EXPECT_EQ(store.multi_gets, 1);
+  auto reply_of = [&](size_t i) {
+    wire::FrameView r{};
+    EXPECT_GT(items[i].len, 0u) << "item " << i;
+    EXPECT_EQ(wire::parse(std::span<const uint8_t>(outs[i].data(), items[i].len), r), wire::ParseError::kNone);
+    return r;
+  };
+  auto r0 = reply_of(0);
+  EXPECT_EQ(r0.seq, 1u);
+  EXPECT_EQ(str(r0.value), "new");
+  auto r1 = reply_of(1);
+  EXPECT_EQ(r1.seq, 2u);
+  EXPECT_EQ(r1.status, wire::kOk);
+  auto r2 = reply_of(2);
+  EXPECT_EQ(str(r2.value), "other");
+  EXPECT_EQ(items[3].len, 0u);
+  EXPECT_EQ(reply_of(4).status, wire::kNotFound);
+  EXPECT_EQ(counter(c, "gets"), 3u);
+  EXPECT_EQ(counter(c, "malformed_dropped"), 1u);
+  EXPECT_EQ(counter(c, "rx_frames"), 5u);
+
+  // A burst without GETs reads nothing.
+  std::vector<BurstItem> writes{BurstItem{frames[1], outs[1]}};
+  h.handle_burst(writes);
+  EXPECT_EQ(store.multi_gets, 1);
+}
+
 TEST_F(HandlerTest, GetMissingIsNotFound) {
   auto r = send(request(wire::kGet, key));
   EXPECT_EQ(r.status, wire::kNotFound);

@@ -81,7 +81,8 @@ inline std::vector<uint8_t> request(uint8_t op, const std::string& key, const st
                                     uint32_t seq = 1, uint8_t flags = 0, uint16_t port = 7777,
                                     uint8_t prefix = 0) {
   if (!prefix) prefix = op == wire::kGet ? kPrefixGet : kPrefixOther;
-  const Mac dst = request_mac(prefix, key_hash(B(key)));
+  const uint64_t hash = key_hash(B(key));
+  const Mac dst = request_mac(prefix, hash);
   std::vector<uint8_t> f(wire::kMinFrame + key.size() + value.size());
   wire::Header h;
   h.opcode = op;
@@ -89,7 +90,7 @@ inline std::vector<uint8_t> request(uint8_t op, const std::string& key, const st
   h.client_id = 0xC0FFEE;
   h.seq = seq;
   const size_t n = wire::build(f, dst.data(), wire::Addr{kClientMac.data(), kClientIp, kClientPort},
-                               0x0a0000fe, port, h, B(key), B(value));
+                               request_ip(hash), port, h, B(key), B(value));
   f.resize(n);
   return f;
 }
@@ -154,6 +155,14 @@ class FakeStore : public KvStore {
     if (it == data.end()) return StoreResult::NotFound();
     *value = it->second;
     return StoreResult::Ok();
+  }
+
+  // Counts the batched reads (the packet loop reads a burst's GETs with one call).
+  int multi_gets = 0;
+  void multi_get(std::span<const Bytes> keys, std::vector<std::string>* values,
+                 std::vector<StoreResult>* results) override {
+    ++multi_gets;
+    KvStore::multi_get(keys, values, results);
   }
 
   StoreResult write(std::span<const StoreOp> ops,

@@ -102,7 +102,8 @@ ParseResult parse_options(const std::vector<std::string>& args, Options* o) {
   app.add_option("--dst-mac", o->dst_mac,
                  "send every request to this MAC (default: the key-hash MAC; required for memcached)");
   app.add_option("--dst-ip", o->dst_ip,
-                 "destination IPv4 (default: the config's service_ip; required for memcached)");
+                 "send every request to this IPv4 address (default: the key hash's request_ip; "
+                 "with --dst-mac the config's service_ip; required for memcached)");
   CLI::Option* dport = app.add_option(
       "--dst-port", o->dst_port, "destination UDP port (default: the config's udp_port; memcached: 11211)");
   app.add_option("--src-mac", o->src_mac, "source MAC of the requests (default: the client's from the config)");
@@ -206,7 +207,10 @@ std::string plan_run(const Options& o, const Cluster& cluster, RunPlan* plan) {
   Endpoint& ep = plan->endpoint;  // the overrides (check_options has parsed each once already)
   if (!o.src_mac.empty()) ep.mac = parse_mac(o.src_mac);
   if (!o.src_ip.empty()) ep.ip = parse_ipv4(o.src_ip);
-  if (!o.dst_ip.empty()) ep.service_ip = parse_ipv4(o.dst_ip);
+  if (!o.dst_ip.empty()) {
+    ep.service_ip = parse_ipv4(o.dst_ip);
+    ep.fixed_dst_ip = true;
+  }
   if (o.has_dst_port) ep.udp_port = static_cast<uint16_t>(o.dst_port);
   else if (proto == Protocol::kMemcached) ep.udp_port = kMemcachedPort;
   if (!o.dst_mac.empty()) {
@@ -250,6 +254,9 @@ nlohmann::json params_json(const Options& o, const RunPlan& p) {
       {"iface", p.iface},           {"client_mac", format_mac(p.endpoint.mac.data())},
       {"client_ip", ip(p.endpoint.ip)}, {"src_port", p.endpoint.src_port},
       {"service_ip", ip(p.endpoint.service_ip)}, {"udp_port", p.endpoint.udp_port},
+      // where the requests went: one fixed IPv4 dst, or each key's request_ip (the key hash)
+      {"ip_dst", p.endpoint.ip_dst_fixed() ? nlohmann::json(ip(p.endpoint.service_ip))
+                                           : nlohmann::json("key hash")},
       {"mtu", p.mtu},               {"rate", o.rate},
       {"duration_s", o.duration_s}, {"drain_ms", o.drain_ms}, {"bin_ms", o.bin_ms},
       {"keys", o.keys},             {"alpha", o.alpha},

@@ -44,7 +44,7 @@ struct Options {
   // --protocol and the address overrides (empty / has_dst_port false: not given).
   std::string protocol = "exo";  // exo, reflect or memcached (protocol.h)
   std::string dst_mac;     // every request to this MAC instead of the key-hash MAC
-  std::string dst_ip;      // instead of the config's service_ip
+  std::string dst_ip;      // every request to this IPv4 address instead of request_ip(key hash)
   bool has_dst_port = false;
   uint32_t dst_port = 0;   // instead of the config's udp_port (memcached: 11211)
   std::string src_mac;     // instead of the client's MAC from the config

@@ -19,7 +19,9 @@ std::vector<uint8_t> make_template(const Endpoint& ep, uint32_t client_id, uint8
   h.opcode = op;
   h.client_id = client_id;
   const auto* k = reinterpret_cast<const uint8_t*>(key.data());
-  const size_t n = wire::build(frame, dst.data(), src, ep.service_ip, ep.udp_port, h,
+  // A per-key IPv4 dst is patched in by write(); the template's is then 0.
+  const uint32_t ip_dst = ep.ip_dst_fixed() ? ep.service_ip : 0;
+  const size_t n = wire::build(frame, dst.data(), src, ip_dst, ep.udp_port, h,
                                std::span<const uint8_t>(k, key.size()), value);
   if (n != frame.size()) throw std::invalid_argument("--key-size: frame does not fit");
   return frame;
@@ -29,7 +31,7 @@ std::vector<uint8_t> make_template(const Endpoint& ep, uint32_t client_id, uint8
 
 RequestBuilder::RequestBuilder(const Endpoint& ep, uint32_t client_id, size_t key_size,
                                size_t value_size, size_t mtu)
-    : key_size_(key_size), fixed_dst_mac_(ep.fixed_dst_mac) {
+    : key_size_(key_size), fixed_dst_mac_(ep.fixed_dst_mac), fixed_dst_ip_(ep.ip_dst_fixed()) {
   if (key_size < 5 || key_size > wire::kMaxKeyLen)
     throw std::invalid_argument("--key-size: must be in 5.." + std::to_string(wire::kMaxKeyLen));
   if (wire::kMinFrame + key_size + value_size > wire::kEthLen + mtu)
@@ -52,13 +54,18 @@ size_t RequestBuilder::write(uint8_t* out, bool put, uint64_t key_id, uint32_t s
   std::memcpy(out + wire::kMinFrame, key.data(), key_size_);
   wire::FrameHeader* h = wire::header_of(out);
   h->exo.seq.set(seq);
-  // Checksums stay valid: the IPv4 header checksum covers none of the patched bytes, and the
-  // template's UDP checksum is 0 (none), like every sender of the project.
-  if (fixed_dst_mac_) return tpl.size();  // the template's MAC is every request's
+  // The template's UDP checksum is 0 (none), like every sender of the project, so nothing
+  // patched here needs one; of the patched fields the IPv4 header checksum covers only the
+  // IPv4 dst, and is recomputed with it.
+  if (fixed_dst_mac_) return tpl.size();  // the template's MAC and IPv4 dst are every request's
   const uint64_t hash =
       key_hash(std::span<const uint8_t>(out + wire::kMinFrame, key_size_));
   const Mac dst = request_mac(put ? kPrefixOther : kPrefixGet, hash);
   std::memcpy(h->eth.dst, dst.data(), dst.size());
+  if (fixed_dst_ip_) return tpl.size();
+  h->ip.dst.set(request_ip(hash));
+  h->ip.checksum.set(0);
+  h->ip.checksum.set(wire::ipv4_checksum(out + wire::kEthLen));
   return tpl.size();
 }
 

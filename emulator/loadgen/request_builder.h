@@ -1,9 +1,13 @@
 // Request frames for the TX loop, built once by the project's encoder (wire::build) as a GET
 // and a PUT template; per request only the parts that change are patched: the key bytes, the
-// destination MAC (prefix + 40-bit key hash) and the seq, through wire::FrameHeader. Every key
-// has the same length, so the IPv4 total length and header checksum of a template hold for
-// every request built from it; the UDP checksum is 0 (none), so the key and seq need none.
-// With a fixed destination MAC (--dst-mac) the MAC is part of the template and not patched.
+// destination MAC (prefix + 40-bit key hash), the IPv4 destination (request_ip: the hash's top
+// 32 bits) and the seq, through wire::FrameHeader. Every key has the same length, so the IPv4
+// total length of a template holds for every request built from it; the IPv4 header checksum is
+// recomputed after the destination is patched (20 bytes, wire::ipv4_checksum); the UDP checksum
+// is 0 (none), so the key, seq and addresses need none.
+// With a fixed destination MAC (--dst-mac) the MAC and the IPv4 destination (service_ip) are
+// part of the template and not patched; a fixed IPv4 destination alone (--dst-ip) keeps the IP
+// and patches the MAC.
 #pragma once
 
 #include <cstddef>
@@ -20,12 +24,18 @@ struct Endpoint {
   Mac mac{};                // the client's MAC (Ethernet src)
   uint32_t ip = 0;          // the client's IP, host order
   uint16_t src_port = 0;    // UDP src port: replies come back to it
-  uint32_t service_ip = 0;  // IPv4 dst of every request, host order
+  // IPv4 dst of every request (host order) when it is fixed (fixed_dst_ip or fixed_dst_mac);
+  // else each request's is request_ip(key hash) (docs/wire-format.md) and this is unused.
+  uint32_t service_ip = 0;
   uint16_t udp_port = 0;    // UDP dst port of every request
   // --dst-mac: every request goes to dst_mac instead of prefix + key hash (a reflector or a
-  // memcached server has one MAC; memcached mode always sets it).
+  // memcached server has one MAC; memcached mode always sets it), and to service_ip.
   bool fixed_dst_mac = false;
   Mac dst_mac{};
+  // --dst-ip: every request goes to service_ip instead of request_ip(key hash).
+  bool fixed_dst_ip = false;
+
+  bool ip_dst_fixed() const { return fixed_dst_mac || fixed_dst_ip; }
 };
 
 // What the TX loop needs from a request format (exo: RequestBuilder; memcached:
@@ -61,6 +71,7 @@ class RequestBuilder final : public RequestWriter {
   std::vector<uint8_t> put_;
   size_t key_size_;
   bool fixed_dst_mac_;
+  bool fixed_dst_ip_;
 };
 
 }  // namespace exo::loadgen

@@ -270,6 +270,7 @@ TEST(Options, PlanAppliesTheOverrides) {
   ASSERT_EQ(plan_run(o, test_cluster(), &p), "");
   EXPECT_EQ(p.protocol, Protocol::kReflect);
   EXPECT_FALSE(p.endpoint.fixed_dst_mac);
+  EXPECT_FALSE(p.endpoint.ip_dst_fixed());  // each request's IPv4 dst is its key's request_ip
   EXPECT_EQ(p.endpoint.service_ip, 0x0a0000feu);
   EXPECT_EQ(p.endpoint.udp_port, 7777);
   EXPECT_EQ(p.endpoint.mac, (Mac{0x02, 0, 0, 0, 3, 1}));
@@ -279,6 +280,7 @@ TEST(Options, PlanAppliesTheOverrides) {
   EXPECT_TRUE(j["dst_mac"].is_null());
   EXPECT_TRUE(j["dst_ip"].is_null());
   EXPECT_TRUE(j["dst_port"].is_null());
+  EXPECT_EQ(j["ip_dst"], "key hash");
 
   o = memcached();
   o.src_mac = "02:00:00:00:0a:01";
@@ -295,7 +297,8 @@ TEST(Options, PlanAppliesTheOverrides) {
   EXPECT_EQ(j["protocol"], "memcached");
   EXPECT_EQ(j["dst_mac"], "02:00:00:00:0b:02");
   EXPECT_EQ(j["dst_ip"], "10.9.0.2");
-  EXPECT_EQ(j["service_ip"], "10.9.0.2");  // where the requests went
+  EXPECT_EQ(j["service_ip"], "10.9.0.2");
+  EXPECT_EQ(j["ip_dst"], "10.9.0.2");  // where the requests went
   EXPECT_EQ(j["udp_port"], 11211);
   EXPECT_EQ(j["client_mac"], "02:00:00:00:0a:01");  // the requests' source
   EXPECT_EQ(j["client_ip"], "10.9.0.1");
@@ -312,6 +315,8 @@ TEST(Options, PlanAppliesTheOverrides) {
   EXPECT_EQ(p.endpoint.service_ip, 0x0a090002u);
   EXPECT_EQ(p.endpoint.udp_port, 9999);
   EXPECT_FALSE(p.endpoint.fixed_dst_mac);
+  EXPECT_TRUE(p.endpoint.fixed_dst_ip);  // --dst-ip fixes the IPv4 dst; the MAC stays the key's
+  EXPECT_EQ(params_json(o, p)["ip_dst"], "10.9.0.2");
 }
 
 TEST(Options, MemcachedWindowIsAtMost65536) {

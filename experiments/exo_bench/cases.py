@@ -17,7 +17,7 @@ from .net import veth_link
 from .procs import GEN_CORE, SRV_CORE, Procs, pinned
 from .search import Ceiling, Run, find_ceiling
 from .servers import (CACHE_NAME, CLIENT_NAME, DB_NAME, Bench, node_addrs, start_cache_node,
-                      start_db_node, start_memcached, start_reflector, write_config)
+                      start_db_node, start_memcached, start_miss_reflector, start_reflector, write_config)
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Case:
     start: Callable           # servers.start_*
     server_node: str          # whose MAC/IP the server end of the link takes
     start_rate: float         # where the bracketing starts
-    ovs: Optional[str] = None  # None: bare veth; "forward" / "cluster": ovs_rules layouts
+    ovs: Optional[str] = None  # None: bare veth; "forward" / "exo" / "thesis": ovs_rules layouts
     evidence: bool = True
 
 
@@ -39,7 +39,13 @@ CASES = [
     Case("ovs_forward", "Open vSwitch forwarding ceiling (reflector behind it)", start_reflector, CACHE_NAME,
          25_000, ovs="forward", evidence=False),
     Case("ovs_cache_node", "hot GETs through Open vSwitch (cluster rules) to the cache node",
-         start_cache_node, CACHE_NAME, 25_000, ovs="cluster", evidence=False),
+         start_cache_node, CACHE_NAME, 25_000, ovs="exo", evidence=False),
+    # GETs over 10^8 keys, nearly all missing Ruleset 2, reflected: what OVS's slow path costs
+    # under each rule layout (docs/switch-rules.md, "Why this layout").
+    Case("ovs_miss", "GETs that miss, 10^8 keys, through Open vSwitch (cluster rules) to a reflector",
+         start_miss_reflector, CACHE_NAME, 25_000, ovs="exo", evidence=False),
+    Case("ovs_miss_thesis", "the same with the thesis's rule layout (exact-MAC Ruleset 2 on top)",
+         start_miss_reflector, CACHE_NAME, 10_000, ovs="thesis", evidence=False),
 ]
 NODE_CASES = ("raw", "cache_node", "memcached", "db_node")  # their lowest ceiling sets the common rate
 
@@ -72,9 +78,10 @@ class Runner:
         target, info = case.start(self.b, link, procs, tag, cfg_path, cfg)
         if case.ovs == "forward":
             info["rules"] = ovs_rules.load_forward(link.bridge)
-        elif case.ovs == "cluster":
+        elif case.ovs in ovs_rules.LAYOUTS:
             info["rules"] = ovs_rules.load_cluster(link.bridge, self.addrs[CLIENT_NAME][0],
-                                                   self.addrs[CACHE_NAME][0], self.b.hot_keys)
+                                                   self.addrs[CACHE_NAME][0], self.b.hot_keys, case.ovs)
+            info["layout"] = case.ovs
         lg = Loadgen(self.b.build / "emulator/exo-loadgen", cfg_path, CLIENT_NAME, link.gen,
                      self.runs_dir, self.plan.run_s, self.plan.drain_ms, value_size=self.b.value_size)
         self._wait_answering(lg, target, case.name)

@@ -114,6 +114,13 @@ def compute_ratios(doc: dict) -> dict:
     ovs_f, ovs_c = _ceiling(doc, "ovs_forward"), _ceiling(doc, "ovs_cache_node")
     r["ovs_cache_vs_ovs_forward"] = {"value": None if not (ovs_f and ovs_c) else round(ovs_c / ovs_f, 3),
                                      "target": None, "of": "ovs_cache_node / ovs_forward (context, no target)"}
+    # Misses through the switch, each layout against OVS's own ceiling, with the upcalls behind it.
+    for case in ("ovs_miss", "ovs_miss_thesis"):
+        c = _ceiling(doc, case)
+        upcalls = doc.get("cases", {}).get(case, {}).get("ovs", {}).get("upcalls_per_request")
+        r[f"{case}_vs_ovs_forward"] = {"value": None if not (ovs_f and c) else round(c / ovs_f, 3),
+                                       "target": None, "upcalls_per_request": upcalls,
+                                       "of": f"{case} / ovs_forward (context, no target)"}
     return r
 
 

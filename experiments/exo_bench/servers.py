@@ -91,6 +91,15 @@ def start_reflector(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path
     return Target("reflect", keys=len(b.hot_keys)), {"pid": proc.pid, "program": "dpdk-testpmd macswap"}
 
 
+MISS_KEYS = 10**8  # the figures' key space: nearly every GET misses Ruleset 2
+
+
+def start_miss_reflector(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path, cfg) -> tuple[Target, dict]:
+    """The reflector, sent GETs for keys drawn from 10^8 (key-hash MAC and IP per request)."""
+    _, info = start_reflector(b, link, procs, tag, cfg_path, cfg)
+    return Target("reflect", keys=MISS_KEYS), info
+
+
 def start_cache_node(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path, cfg) -> tuple[Target, dict]:
     """The cache node filled the way the cluster fills it: Cache RPCs, FETCHed from a real db
     node over gRPC. The db node is then stopped: on a bare link it would answer the GETs too."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from exo_controller.flows import HASH_MASK, CacheRule
+from exo_controller.flows import CacheRule, rule_hash
 from exo_controller.rule_updater import RuleUpdater
 
 from . import selector as sel
@@ -77,9 +77,10 @@ class Run:
         self.names = key_names(self.ids)
         self.hashes = key_hashes(self.ids)
         self.owner = self.placement.owner(self.hashes)
-        self.index_of_hash = {int(h): i for i, h in enumerate(self.hashes)}
+        # Keyed like the switch's Ruleset 2 (flows.rule_hash: the hash's top 32 bits).
+        self.index_of_hash = {rule_hash(int(h)): i for i, h in enumerate(self.hashes)}
         if len(self.index_of_hash) != len(self.ids):
-            raise RuntimeError("40-bit hash collision among the modelled keys")
+            raise RuntimeError("Ruleset 2 hash collision among the modelled keys")
         self.rng = np.random.default_rng(cfg.seed)
         U = self.ids.size
         self.routed = np.zeros(U, dtype=bool)      # Ruleset 2 rule installed
@@ -213,14 +214,14 @@ class Run:
     def _apply(self, batch) -> None:
         self.upd.batch_done(batch)
         for fm in batch.mods:
-            if fm.eth_dst is None:
+            if fm.rule_hash is None:
                 continue
-            i = self.index_of_hash.get(fm.eth_dst & HASH_MASK)
+            i = self.index_of_hash.get(fm.rule_hash)
             if i is not None:
-                self.routed[i] = (fm.eth_dst & HASH_MASK) in self.upd.installed
+                self.routed[i] = fm.rule_hash in self.upd.installed
         # The retire thread: a removing key whose removal the switch confirmed is erased.
         gone = [i for i in np.flatnonzero(self.state == 2) if not self.upd.pending(int(self.hashes[i]))
-                and int(self.hashes[i]) not in self.upd.installed]
+                and rule_hash(int(self.hashes[i])) not in self.upd.installed]
         if gone:
             self.state[gone] = 0
             self.routed[gone] = False

@@ -86,7 +86,8 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=4096, help="GETs per execute() call, pipelined")
     ap.add_argument("--timeout", type=float, default=0.25)
     ap.add_argument("--udp-port", type=int, default=7777)
-    ap.add_argument("--service-ip", default="10.0.0.254")
+    ap.add_argument("--service-ip", default="10.0.0.254",
+                    help="accepted, unused: a request's IPv4 dst carries its key hash")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     try:

@@ -183,7 +183,8 @@ def main(argv=None) -> int:
     p.add_argument("--retries", type=int, default=4)
     p.add_argument("--mtu", type=int, default=1500)
     p.add_argument("--udp-port", type=int, default=7777)
-    p.add_argument("--service-ip", default="10.0.0.254")
+    p.add_argument("--service-ip", default="10.0.0.254",
+                   help="accepted, unused: a request's IPv4 dst carries its key hash")
     p.add_argument("--value-size", type=int, default=128)
     p.add_argument("--seed", type=int, default=1)
     sub = p.add_subparsers(dest="mode", required=True)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from exo_common.partitions import slot_of
-from exoskeleton.keyhash import key_hash, mac_bytes
+import ipaddress
+
+from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, mac_bytes, request_ip
 
 
 def owner_db(cfg, key: bytes) -> str:
@@ -14,9 +16,15 @@ def cache_for(cfg, key: bytes) -> str:
 
 
 def matching_flow(flows, dst_mac: bytes):
-    """The highest-priority flow whose (masked) eth_dst matches dst_mac."""
+    """The highest-priority flow matching a frame to dst_mac: its (masked) eth_dst, and for a
+    request MAC the IPv4 destination a client sends with it (the hash's top 32 bits)."""
+    ip = None
+    if dst_mac[0] in (PREFIX_GET, PREFIX_OTHER):
+        ip = str(ipaddress.IPv4Address(request_ip(int.from_bytes(dst_mac[1:], "big"))))
     best = None
     for f in flows:
+        if getattr(f, "ipv4_dst", "") and f.ipv4_dst != ip:
+            continue
         rule = mac_bytes(f.eth_dst)
         mask = mac_bytes(f.eth_dst_mask) if f.eth_dst_mask else b"\xff" * 6
         if all((a & m) == (b & m) for a, b, m in zip(dst_mac, rule, mask)):

@@ -15,7 +15,8 @@ import pytest
 
 pytestmark = pytest.mark.mininet
 ROOT = Path(__file__).resolve().parents[2]
-CASES = ("raw", "cache_node", "memcached", "db_node", "ovs_forward", "ovs_cache_node")
+CASES = ("raw", "cache_node", "memcached", "db_node", "ovs_forward", "ovs_cache_node", "ovs_miss",
+         "ovs_miss_thesis")
 
 
 def bench_leftovers() -> list[str]:
@@ -61,7 +62,12 @@ def test_smoke_run_writes_every_case_ratio_and_client_figure(tmp_path: Path):
     for name in ("cache_vs_raw", "cache_vs_memcached", "db_vs_rocksdb", "db_p99_vs_cache_p99"):
         r = doc["ratios"][name]
         assert {"value", "target", "met"} <= set(r), name
-    assert "upcalls_per_request" in doc["cases"]["ovs_cache_node"]["ovs"]
+    for name in ("ovs_cache_node", "ovs_miss", "ovs_miss_thesis"):
+        assert "upcalls_per_request" in doc["cases"][name]["ovs"], name
+    assert doc["cases"]["ovs_miss"]["server"]["layout"] == "exo"
+    assert doc["cases"]["ovs_miss_thesis"]["server"]["layout"] == "thesis"
+    for name in ("ovs_miss_vs_ovs_forward", "ovs_miss_thesis_vs_ovs_forward"):
+        assert "upcalls_per_request" in doc["ratios"][name], name
     for k in ("pipelined_gets_per_s", "sync_gets_per_s", "sync_gets_per_s_pure_python"):
         assert doc["client"][k] is not None and doc["client"][k] > 0, k
     assert "cpu_ns_per_request" in doc["cases"]["db_node"]["evidence"]

@@ -14,6 +14,7 @@ written to results/cache_fill_swap.json.
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import shutil
 import signal
@@ -30,6 +31,7 @@ from exo_topo.switch_audit import RuleAudit, audit_problems
 from exo_harness.keyspace import HotSetSwap
 from exoskeleton import wire
 from exoskeleton.client import Request
+from exo_controller.flows import IP_SHIFT, rule_hash
 from exoskeleton.keyhash import key_hash
 
 from .helpers import CacheShareMeter
@@ -93,7 +95,8 @@ def _cached_and_ruled(cl) -> tuple[set[bytes], set[int]]:
     keys = set()
     for c in cl.cfg.cache_nodes:
         keys |= set(cl.stubs.cached_keys(c.name))
-    hashes = {int(f.eth_dst.replace(":", ""), 16) & ((1 << 40) - 1) for f in cl.stubs.rules(2).flows}
+    # Ruleset 2 matches the hash's top 32 bits as the IPv4 destination (docs/switch-rules.md)
+    hashes = {int(ipaddress.IPv4Address(f.ipv4_dst)) << IP_SHIFT for f in cl.stubs.rules(2).flows}
     return keys, hashes
 
 
@@ -154,8 +157,8 @@ def test_cache_fills_itself_and_follows_a_hot_set_swap(fill_cluster):
                 keys, rules = _cached_and_ruled(cl)
                 # All but two, as in the fill phase: the coldest of the 50 sit at the cut
                 # (80 slots) and sampling noise can keep one churning in and out.
-                new_ok = sum(k in keys and key_hash(k) in rules for k in new_hot) >= HOT - 2
-                old_gone = not any(k in keys or key_hash(k) in rules for k in old_hot)
+                new_ok = sum(k in keys and rule_hash(key_hash(k)) in rules for k in new_hot) >= HOT - 2
+                old_gone = not any(k in keys or rule_hash(key_hash(k)) in rules for k in old_hot)
                 if new_ok and old_gone:
                     break
                 assert time.monotonic() < deadline, (

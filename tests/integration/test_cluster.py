@@ -122,7 +122,7 @@ def test_get_for_dropped_entry_with_live_rule_is_forwarded(cluster):
 def _exchange(c, msg: wire.Message, timeout: float = 2.0) -> wire.Message | None:
     """Send one raw request with the given id through the client's sockets; its reply, if any."""
     c.io.send(wire.encode_frame(wire.request_dst_mac(msg.opcode, msg.key), c.io.mac, c.io.ip,
-                                c.service_ip, c.io.port, c.udp_port, msg))
+                                wire.request_dst_ip(msg.key), c.io.port, c.udp_port, msg))
     deadline = time.monotonic() + timeout
     while (left := deadline - time.monotonic()) > 0:
         data = c.io.recv(left)

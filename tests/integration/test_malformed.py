@@ -10,7 +10,7 @@ import pytest
 from exo_topo.netns import in_netns
 from exoproto import control_pb2 as pb
 from exoskeleton import wire
-from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, mac_bytes, request_mac
+from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, mac_bytes, request_ip, request_mac
 
 from .helpers import cache_for, counters, delta
 
@@ -48,8 +48,9 @@ def _checksummed(c, op: int, key: bytes, value: bytes = b"") -> wire.Message:
     """One request with a computed UDP checksum, sent through the client's sockets."""
     seq = 0x6000_0000 + (time.monotonic_ns() & 0xFFFFF)
     msg = wire.Message(op, 0, 0, c.client_id, seq, key, value)
-    c.io.send(wire.encode_frame(wire.request_dst_mac(op, key), c.io.mac, c.io.ip, c.service_ip,
-                                c.io.port, c.udp_port, msg, with_udp_checksum=True))
+    c.io.send(wire.encode_frame(wire.request_dst_mac(op, key), c.io.mac, c.io.ip,
+                                wire.request_dst_ip(key), c.io.port, c.udp_port, msg,
+                                with_udp_checksum=True))
     deadline = time.monotonic() + 3
     while (left := deadline - time.monotonic()) > 0:
         data = c.io.recv(left)
@@ -77,7 +78,7 @@ def test_malformed_frames_are_dropped_counted_and_harmless(cluster):
     for prefix, key in ((PREFIX_GET, hot), (PREFIX_OTHER, hot), (PREFIX_OTHER, b"cold:1")):
         msg = wire.Message(wire.OP_GET, 0, 0, 1, 1, key)
         args = (request_mac(prefix, key_hash(key)), src, ip_src,
-                socket.inet_aton(cfg.cluster.service_ip), 40000, cfg.cluster.udp_port, msg)
+                request_ip(key_hash(key)), 40000, cfg.cluster.udp_port, msg)
         frames += malformed_variants(wire.encode_frame(*args),
                                      wire.encode_frame(*args, with_udp_checksum=True))
     batch = [frames[i % len(frames)] for i in range(1000)]

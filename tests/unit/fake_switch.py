@@ -10,6 +10,14 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 
+def H(i):
+    """Key hash number i, as the tests mean it: a 40-bit hash whose top 32 bits (the request's
+    IPv4 destination, what Ruleset 2 matches) are i and whose low IP_SHIFT bits are 0, so it is
+    its own flows.rule_hash and distinct i are distinct Ruleset 2 rules."""
+    from exo_controller.flows import IP_SHIFT
+    return i << IP_SHIFT
+
+
 def out_port_of(msg):
     for inst in msg.instructions:
         for action in getattr(inst, "actions", []) or []:
@@ -68,10 +76,20 @@ class FakeOFTable:
         return out
 
     def ruleset2(self):
-        """hash -> out port of the Ruleset 2 flows."""
-        from exo_controller.flows import HASH_MASK, RULESET_CACHE, mac_to_int, ruleset_of_cookie
-        return {mac_to_int(f.match["eth_dst"]) & HASH_MASK: out_port_of(f) for f in self.flows.values()
-                if ruleset_of_cookie(f.cookie) == RULESET_CACHE}
+        """rule hash (flows.rule_hash: the 40-bit hash less its low IP_SHIFT bits) -> out port of the
+        Ruleset 2 flows, read back from the match as the switch holds it (the hash's top 32 bits
+        are the flow's ipv4_dst). Every Ruleset 2 flow must have the Ruleset 2 match: IPv4, the
+        GET prefix byte under its mask, priority 200."""
+        from exo_controller.flows import (ETH_TYPE_IPV4, GET_PREFIX_MASK, HASH_BITS, IP_SHIFT, PREFIX_GET,
+                                          PRIORITY, RULESET_CACHE, int_to_mac, ip_to_int, ruleset_of_cookie)
+        out = {}
+        for f in self.flows.values():
+            if ruleset_of_cookie(f.cookie) != RULESET_CACHE:
+                continue
+            assert f.priority == PRIORITY[RULESET_CACHE] and f.match["eth_type"] == ETH_TYPE_IPV4
+            assert f.match["eth_dst"] == (int_to_mac(PREFIX_GET << HASH_BITS), int_to_mac(GET_PREFIX_MASK))
+            out[ip_to_int(f.match["ipv4_dst"]) << IP_SHIFT] = out_port_of(f)
+        return out
 
     def count(self, ruleset):
         from exo_controller.flows import ruleset_of_cookie

@@ -15,10 +15,14 @@ from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from exo_controller.app import ExoControllerApp, SwitchNotConnected, SwitchTimeout
 from exo_common.config import parse_config
-from exo_controller.flows import CacheRule, make_cookie
+from exo_controller.flows import PRIORITY, PRIORITY_ARP, CacheRule, make_cookie, rule_hash
 from exo_controller.grpc_service import ControllerServicer
 from exoproto import control_pb2
-from fake_switch import FakeDatapath
+from fake_switch import FakeDatapath, H  # H(i): key hash number i (i << flows.IP_SHIFT)
+
+# A realistic 40-bit key hash: Ruleset 2 matches its top 32 bits (0x12345678 = 18.52.86.120) as
+# the IPv4 destination; its low 8 bits (0x9a) are not part of the rule.
+K = 0x12_3456_789A
 
 
 def make_app(cluster_dict, rate=100_000.0, barrier_timeout=0.3, **switch):
@@ -58,7 +62,7 @@ def dead(app, dp):
 
 def test_not_connected(app):
     with pytest.raises(SwitchNotConnected, match="not connected"):
-        app.add_cache_rules([CacheRule(1, "cache1")])
+        app.add_cache_rules([CacheRule(H(1), "cache1")])
     assert len(app.book) == 0
     with pytest.raises(SwitchNotConnected):
         app.list_flows(2)
@@ -66,7 +70,7 @@ def test_not_connected(app):
 
 def test_programming_on_connect(app, cfg):
     dp = FakeDatapath(app)
-    app.updater.add([CacheRule(5, "cache2")])  # desired rules survive reconnects
+    app.updater.add([CacheRule(H(5) | 0x3C, "cache2")])  # desired rules survive reconnects
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     assert app.connected.wait(2)
     # The table is read first; this fake switch's is empty (not our statics), so: flush.
@@ -77,12 +81,20 @@ def test_programming_on_connect(app, cfg):
     adds = dp.mods(ofp.OFPFC_ADD)
     nodes = len(cfg.cache_nodes) + len(cfg.db_nodes) + len(cfg.clients)
     assert len(adds) == nodes + 1 + 2 ** cfg.switch.partition_bits + 1
-    assert adds[-1].cookie == make_cookie(2, 5)  # Ruleset 2 after the statics
+    assert adds[-1].cookie == make_cookie(2, H(5))  # Ruleset 2 after the statics, indexed by rule hash
     assert isinstance(dp.sent[-1], parser.OFPBarrierRequest)
-    assert adds[-1].match["eth_dst"] == "aa:00:00:00:00:05"
+    # Ruleset 2: the GET prefix byte (masked) and the hash's top 32 bits as the IPv4 destination
+    assert adds[-1].priority == PRIORITY[2] == 200
+    assert adds[-1].match["eth_type"] == 0x0800
+    assert adds[-1].match["eth_dst"] == ("aa:00:00:00:00:00", "ff:00:00:00:00:00")
+    assert adds[-1].match["ipv4_dst"] == "0.0.0.5"
     assert adds[-1].instructions[0].actions[0].port == 12
     r3 = [m for m in adds if m.priority == 100]
-    assert r3[0].match["eth_dst"][1] == "ef:ff:00:00:00:00"
+    assert len(r3) == 2 ** cfg.switch.partition_bits and r3[0].match["eth_dst"][1] == "ef:ff:00:00:00:00"
+    # Ruleset 1 (one exact-MAC rule per node) and ARP sit below the request rules
+    r1 = [m for m in adds if m.priority == PRIORITY[1]]
+    assert PRIORITY[1] == 50 and len(r1) == nodes and all(isinstance(m.match["eth_dst"], str) for m in r1)
+    assert [m.match["eth_type"] for m in adds if m.priority == PRIORITY_ARP] == [0x0806] and PRIORITY_ARP == 40
 
 
 def test_statics_are_rate_limited(cluster_dict):
@@ -109,16 +121,19 @@ def test_other_dpid_ignored(app):
 def test_add_remove_wait_for_barrier(app):
     dp = connect(app, barrier_delay=0.2)
     start = time.monotonic()
-    out = app.add_cache_rules([CacheRule(0x1234, "cache1"), CacheRule(7, "nope")])
+    out = app.add_cache_rules([CacheRule(K, "cache1"), CacheRule(H(7), "nope")])
     assert time.monotonic() - start >= 0.2  # returned after the barrier reply
     assert (out.accepted, out.rejected) == (1, 1) and "nope" in out.error
-    assert app.updater.installed == {0x1234: 11}
+    assert app.updater.installed == {rule_hash(K): 11} == {0x12_3456_7800: 11}
     (mod,) = dp.mods()
     assert mod.command == ofp.OFPFC_ADD and mod.priority == 200
+    assert mod.match["ipv4_dst"] == "18.52.86.120" and mod.cookie == make_cookie(2, rule_hash(K))
+    assert dp.table.ruleset2() == {rule_hash(K): 11}
     assert isinstance(dp.sent[-1], parser.OFPBarrierRequest)
-    out = app.remove_cache_rules([CacheRule(0x1234, "cache1")])
+    out = app.remove_cache_rules([CacheRule(K, "cache1")])
     assert (out.accepted, out.rejected, out.error) == (1, 0, "")
     assert dp.mods()[-1].command == ofp.OFPFC_DELETE_STRICT
+    assert dp.mods()[-1].match["ipv4_dst"] == "18.52.86.120" and dp.table.ruleset2() == {}
     assert len(app.book) == 0 and app.updater.installed == {}
     assert not app._waiters and not app._mod_xids
 
@@ -126,43 +141,43 @@ def test_add_remove_wait_for_barrier(app):
 def test_no_wait_returns_before_the_rule_is_sent(app):
     app.barrier_timeout = 5
     dp = connect(app, answer_barriers=False)
-    out = app.add_cache_rules([CacheRule(1, "cache1")], wait=False)
+    out = app.add_cache_rules([CacheRule(H(1), "cache1")], wait=False)
     assert (out.accepted, out.rejected) == (1, 0)
     wait_for(lambda: dp.unanswered)  # the sender sent rule 1 and waits for its barrier
-    out = app.add_cache_rules([CacheRule(2, "cache2")], loads=[3.0], wait=False)
+    out = app.add_cache_rules([CacheRule(H(2), "cache2")], loads=[3.0], wait=False)
     assert (out.accepted, out.rejected, out.error) == (1, 0, "")
     assert len(dp.mods()) == 1 and app.stats()["rule_adds_queued"] == 1
     dp.answer(dp.unanswered.pop())
     wait_for(lambda: len(dp.mods()) == 2)
-    assert dp.mods()[1].cookie == make_cookie(2, 2)
+    assert dp.mods()[1].cookie == make_cookie(2, H(2))
 
 
 def test_wait_timeout_keeps_the_change_queued(app):
     dp = connect(app, answer_barriers=False)
     app.barrier_timeout = 0.1
-    out = app.add_cache_rules([CacheRule(9, "cache1")], timeout=0.35)
+    out = app.add_cache_rules([CacheRule(H(9), "cache1")], timeout=0.35)
     assert (out.accepted, out.rejected) == (0, 0) and "not confirmed" in out.error  # neither: pending
-    assert app.book.owner(9) == "cache1"
+    assert app.book.owner(H(9)) == "cache1"
     assert len(dp.mods(ofp.OFPFC_ADD)) >= 2  # resent after each barrier timeout
     assert app.counters["batches_failed"] >= 2
     dp.answer_barriers = True
-    wait_for(lambda: app.updater.installed == {9: 11})
+    wait_for(lambda: app.updater.installed == {H(9): 11})
 
 
 def test_table_full_error_rejects_that_rule(app):
-    full = make_cookie(2, 0xBAD)
+    full = make_cookie(2, H(0xBAD))
     dp = connect(app, fail=lambda m: m.cookie == full and m.command == ofp.OFPFC_ADD)
-    out = app.add_cache_rules([CacheRule(0xBAD, "cache1"), CacheRule(0x600D, "cache2")])
+    out = app.add_cache_rules([CacheRule(H(0xBAD), "cache1"), CacheRule(H(0x600D), "cache2")])
     assert (out.accepted, out.rejected) == (1, 1)
     assert "TABLE_FULL" in out.error
-    assert app.book.owner(0xBAD) is None and app.book.owner(0x600D) == "cache2"
+    assert app.book.owner(H(0xBAD)) is None and app.book.owner(H(0x600D)) == "cache2"
     assert app.counters["ofp_errors"] == 1 and app.stats()["flow_mods_refused"] == 1
 
 
 def test_capacity(app, cfg):
     connect(app)
     c = cfg.switch.cache_rule_capacity
-    out = app.add_cache_rules([CacheRule(h, "cache1") for h in range(1, c + 2)])
+    out = app.add_cache_rules([CacheRule(H(i), "cache1") for i in range(1, c + 2)])
     assert (out.accepted, out.rejected) == (c, 1) and "full" in out.error
     assert app.stats()["ruleset2_installed"] == c
 
@@ -171,22 +186,22 @@ def test_disconnect_while_waiting_then_reconnect(app):
     dp = connect(app, answer_barriers=False)
     app.barrier_timeout = 5
     threading.Timer(0.1, dead, args=(app, dp)).start()
-    out = app.add_cache_rules([CacheRule(9, "cache1")])
+    out = app.add_cache_rules([CacheRule(H(9), "cache1")])
     assert (out.accepted, out.rejected) == (0, 0) and "disconnected" in out.error
-    assert not app.is_connected() and app.book.owner(9) == "cache1"
+    assert not app.is_connected() and app.book.owner(H(9)) == "cache1"
     # known switch, down for now: changes queue up instead of failing
-    out = app.add_cache_rules([CacheRule(10, "cache2")])
+    out = app.add_cache_rules([CacheRule(H(10), "cache2")])
     assert (out.accepted, out.rejected) == (0, 0) and "not connected" in out.error
-    out = app.add_cache_rules([CacheRule(11, "cache2")], wait=False)
+    out = app.add_cache_rules([CacheRule(H(11), "cache2")], wait=False)
     assert (out.accepted, out.rejected, out.error) == (1, 0, "")
     # The same switch reconnects with its flows. This used to flush and re-add everything; now
     # the controller reads the table, finds its statics intact and keeps them: the ADD of 9 did
     # reach the switch (only its barrier reply was lost), so only 10 and 11 are sent.
     dp2 = connect_keep(app, table=dp.table)
-    wait_for(lambda: app.updater.installed == {9: 11, 10: 12, 11: 12})
+    wait_for(lambda: app.updater.installed == {H(9): 11, H(10): 12, H(11): 12})
     assert not dp2.mods(ofp.OFPFC_DELETE)
-    assert {m.cookie for m in dp2.mods(ofp.OFPFC_ADD)} == {make_cookie(2, h) for h in (10, 11)}
-    assert dp2.table.ruleset2() == {9: 11, 10: 12, 11: 12}
+    assert {m.cookie for m in dp2.mods(ofp.OFPFC_ADD)} == {make_cookie(2, H(i)) for i in (10, 11)}
+    assert dp2.table.ruleset2() == {H(9): 11, H(10): 12, H(11): 12}
     assert app.counters["switch_tables_kept"] == 1 and app.counters["switch_tables_flushed"] == 1
 
 
@@ -201,15 +216,15 @@ def test_stats_and_grpc(app):
     dp = connect(app)
     svc = ControllerServicer(app)
     ctx = SimpleNamespace(time_remaining=lambda: 5.0)
-    req = control_pb2.CacheRulesRequest(rules=[control_pb2.CacheRule(key_hash=3, cache_node="cache1", load=2.0),
-                                               control_pb2.CacheRule(key_hash=4, cache_node="cache1", load=9.0)])
+    req = control_pb2.CacheRulesRequest(rules=[control_pb2.CacheRule(key_hash=H(3), cache_node="cache1", load=2.0),
+                                               control_pb2.CacheRule(key_hash=H(4), cache_node="cache1", load=9.0)])
     rep = svc.AddCacheRules(req, ctx)
     assert (rep.accepted, rep.rejected) == (2, 0)
-    assert [m.cookie for m in dp.mods()] == [make_cookie(2, 4), make_cookie(2, 3)]  # hottest first
+    assert [m.cookie for m in dp.mods()] == [make_cookie(2, H(4)), make_cookie(2, H(3))]  # hottest first
     rep = svc.RemoveCacheRules(control_pb2.CacheRulesRequest(
-        rules=[control_pb2.CacheRule(key_hash=3, cache_node="cache1")], no_wait=True), ctx)
+        rules=[control_pb2.CacheRule(key_hash=H(3), cache_node="cache1")], no_wait=True), ctx)
     assert (rep.accepted, rep.rejected) == (1, 0)
-    wait_for(lambda: app.updater.installed == {4: 11})
+    wait_for(lambda: app.updater.installed == {H(4): 11})
     stats = svc.Stats(control_pb2.StatsRequest(), ctx)
     assert stats.node == "controller"
     counters = {c.name: c.value for c in stats.counters}
@@ -222,10 +237,10 @@ def test_stats_and_grpc(app):
     assert counters["flow_mods_refused"] == 0 and counters["switch_connected"] == 1
 
 
-def _stat(cookie, prio, dst, port):
+def _stat(cookie, prio, dst, port, **match):
     return parser.OFPFlowStats(table_id=0, duration_sec=1, duration_nsec=0, priority=prio, idle_timeout=0,
                                hard_timeout=0, flags=0, cookie=cookie, packet_count=3, byte_count=300,
-                               match=parser.OFPMatch(eth_dst=dst),
+                               match=parser.OFPMatch(eth_dst=dst, **match),
                                instructions=[parser.OFPInstructionActions(
                                    ofp.OFPIT_APPLY_ACTIONS, [parser.OFPActionOutput(port)])])
 
@@ -233,7 +248,9 @@ def _stat(cookie, prio, dst, port):
 def test_list_flows_multipart(app):
     dp = connect(app, answer_stats=False)  # answered by hand below
     parts = [(ofp.OFPMPF_REPLY_MORE, [_stat(make_cookie(3, 1), 100, ("aa:01:00:00:00:00", "ef:ff:00:00:00:00"), 21)]),
-             (0, [_stat(make_cookie(2, 5), 200, "aa:00:00:00:00:05", 12), _stat(0x42, 5, "02:00:00:00:00:09", 1)])]
+             (0, [_stat(make_cookie(2, H(5)), 200, ("aa:00:00:00:00:00", "ff:00:00:00:00:00"), 12,
+                        eth_type=0x0800, ipv4_dst="0.0.0.5"),
+                  _stat(0x42, 5, "02:00:00:00:00:09", 1)])]
 
     def reply():
         req = dp.sent[-1]
@@ -244,7 +261,9 @@ def test_list_flows_multipart(app):
     threading.Timer(0.05, reply).start()
     flows = app.list_flows(0)
     assert [(f.ruleset, f.priority, f.out_port) for f in flows] == [(2, 200, 12), (3, 100, 21), (0, 5, 1)]
-    assert flows[1].eth_dst_mask == "ef:ff:00:00:00:00" and flows[0].eth_dst_mask == ""
+    assert flows[1].eth_dst_mask == "ef:ff:00:00:00:00" and flows[2].eth_dst_mask == ""
+    assert (flows[0].eth_dst, flows[0].eth_dst_mask) == ("aa:00:00:00:00:00", "ff:00:00:00:00:00")
+    assert (flows[0].eth_type, flows[0].ipv4_dst) == (0x0800, "0.0.0.5") and flows[1].ipv4_dst == ""
     assert flows[0].packet_count == 3
 
 

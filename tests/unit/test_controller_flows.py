@@ -13,8 +13,14 @@ from exo_common.partitions import slot_of
 from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, request_mac
 
 
+def request_ip(h):
+    """The IPv4 destination a client puts on a request for hash h (docs/wire-format.md)."""
+    return (h & ((1 << 40) - 1)) >> flows.IP_SHIFT
+
+
 class FakeFlowTable:
-    """Table 0 of an OpenFlow 1.3 switch, reduced to what we use: eth_type and masked eth_dst."""
+    """Table 0 of an OpenFlow 1.3 switch, reduced to what we use: eth_type, masked eth_dst and
+    exact ipv4_dst."""
 
     def __init__(self):
         self.flows: dict[tuple, FlowMod] = {}
@@ -34,8 +40,10 @@ class FakeFlowTable:
                 raise AssertionError(f"unknown command {fm.command}")
         return self
 
-    def _matches(self, fm, eth_dst, eth_type):
+    def _matches(self, fm, eth_dst, eth_type, ipv4_dst):
         if fm.eth_type is not None and fm.eth_type != eth_type:
+            return False
+        if fm.ipv4_dst is not None and fm.ipv4_dst != ipv4_dst:
             return False
         if fm.eth_dst is not None:
             mask = fm.eth_dst_mask if fm.eth_dst_mask is not None else (1 << 48) - 1
@@ -43,13 +51,16 @@ class FakeFlowTable:
                 return False
         return True
 
-    def lookup(self, eth_dst, eth_type=0x0800):
-        """out_port of the highest-priority matching flow; None = table miss (drop)."""
+    def lookup(self, eth_dst, eth_type=0x0800, ipv4_dst=None):
+        """out_port of the highest-priority matching flow; None = table miss (drop). A request
+        MAC without ipv4_dst gets the IP a client sends with it (the hash's top 32 bits)."""
         if isinstance(eth_dst, bytes):
             eth_dst = int.from_bytes(eth_dst, "big")
         elif isinstance(eth_dst, str):
             eth_dst = mac_to_int(eth_dst)
-        hits = [f for f in self.flows.values() if self._matches(f, eth_dst, eth_type)]
+        if ipv4_dst is None and eth_dst >> 40 in (PREFIX_GET, PREFIX_OTHER):
+            ipv4_dst = request_ip(eth_dst)
+        hits = [f for f in self.flows.values() if self._matches(f, eth_dst, eth_type, ipv4_dst)]
         if not hits:
             return None
         top = max(f.priority for f in hits)
@@ -154,7 +165,7 @@ def test_cookies_classify_rulesets(cfg):
         assert ruleset_of_cookie(fm.cookie) == 3
     fm = flows.cache_flowmod(0xFF_FFFF_FFFF, 11)
     assert ruleset_of_cookie(fm.cookie) == 2
-    assert fm.cookie & 0xFF_FFFF_FFFF == 0xFF_FFFF_FFFF
+    assert fm.cookie & 0xFF_FFFF_FFFF == 0xFF_FFFF_FF00  # the rule hash: low 8 bits cleared
     assert ruleset_of_cookie(0) is None
     assert ruleset_of_cookie(0xE4 << 56) is None
     assert ruleset_of_cookie(0x12 << 56) is None
@@ -234,23 +245,40 @@ def test_move_hash_to_other_cache_node(cfg, table):
     assert table.lookup(request_mac(PREFIX_GET, g)) == 11
 
 
+H = 1 << flows.IP_SHIFT  # hash i * H: distinct Ruleset 2 rules for distinct i
+
+
 def test_unknown_cache_node_rejected(cfg):
     book = CacheRuleBook.from_config(cfg)
-    res = book.add([CacheRule(1, "cache9"), CacheRule(2, "cache1")])
+    res = book.add([CacheRule(1 * H, "cache9"), CacheRule(2 * H, "cache1")])
     assert res.accepted == 1 and len(res.rejected) == 1
     assert "unknown cache node 'cache9'" in res.error
-    assert len(res.flowmods) == 1 and book.owner(1) is None
-    res = book.remove([CacheRule(2, "db1")])
+    assert len(res.flowmods) == 1 and book.owner(1 * H) is None
+    res = book.remove([CacheRule(2 * H, "db1")])
     assert res.accepted == 0 and "unknown cache node 'db1'" in res.error
-    assert book.owner(2) == "cache1"
+    assert book.owner(2 * H) == "cache1"
 
 
 def test_capacity_limit(cfg):
     book = CacheRuleBook.from_config(cfg)  # cache_rule_capacity: 100
-    res = book.add([CacheRule(h, "cache1") for h in range(120)])
+    res = book.add([CacheRule(h * H, "cache1") for h in range(120)])
     assert res.accepted == 100 and len(res.rejected) == 20
     assert "full" in res.error
-    assert book.add([CacheRule(5, "cache2")]).accepted == 1  # existing hash: still allowed (a move)
+    assert book.add([CacheRule(5 * H, "cache2")]).accepted == 1  # existing hash: still allowed (a move)
+
+
+def test_hashes_differing_in_low_bits_share_one_rule(cfg):
+    """Ruleset 2 matches the top 32 bits of the hash: two cached keys that differ only below
+    them share one rule, refcounted like one hash."""
+    book = CacheRuleBook.from_config(cfg)
+    t = FakeFlowTable()
+    a, b = 0x12_3456_7801, 0x12_3456_78FE
+    t.apply(book.add([CacheRule(a, "cache1")]).flowmods)
+    assert book.add([CacheRule(b, "cache1")]).flowmods == [] and len(book) == 1
+    t.apply(book.remove([CacheRule(a, "cache1")]).flowmods)
+    assert t.lookup(request_mac(PREFIX_GET, b)) == 11
+    t.apply(book.remove([CacheRule(b, "cache1")]).flowmods)
+    assert t.count(2) == 0
 
 
 def test_all_flowmods_recreates_table(cfg):
@@ -268,20 +296,22 @@ def test_all_flowmods_recreates_table(cfg):
 def test_snapshot_restore_undoes(cfg):
     book = CacheRuleBook.from_config(cfg)
     t = FakeFlowTable()
-    t.apply(book.add([CacheRule(7, "cache1")]).flowmods)
-    snap = book.snapshot([7, 8])
-    t.apply(book.add([CacheRule(7, "cache2"), CacheRule(8, "cache2")]).flowmods)
-    assert t.lookup(request_mac(PREFIX_GET, 8)) == 12
+    t.apply(book.add([CacheRule(7 * H, "cache1")]).flowmods)
+    snap = book.snapshot([7 * H, 8 * H])
+    t.apply(book.add([CacheRule(7 * H, "cache2"), CacheRule(8 * H, "cache2")]).flowmods)
+    assert t.lookup(request_mac(PREFIX_GET, 8 * H)) == 12
     t.apply(book.restore(snap))
-    assert book.owner(7) == "cache1" and book.owner(8) is None and book.refcount(7, "cache2") == 0
-    assert t.lookup(request_mac(PREFIX_GET, 7)) == 11
-    assert t.lookup(request_mac(PREFIX_GET, 8)) is None
+    assert book.owner(7 * H) == "cache1" and book.owner(8 * H) is None and book.refcount(7 * H, "cache2") == 0
+    assert t.lookup(request_mac(PREFIX_GET, 7 * H)) == 11
+    assert t.lookup(request_mac(PREFIX_GET, 8 * H)) is None
 
 
 def test_key_hash_masked_to_40_bits(cfg):
     book = CacheRuleBook.from_config(cfg)
-    res = book.add([CacheRule((0xDEAD << 40) | 0x1234, "cache1")])
-    assert res.flowmods[0].eth_dst == (0xAA << 40) | 0x1234
+    res = book.add([CacheRule((0xDEAD << 40) | 0x12_3456_7890, "cache1")])
+    fm = res.flowmods[0]
+    assert (fm.eth_dst, fm.eth_dst_mask) == (0xAA << 40, 0xFF << 40)  # GETs only
+    assert fm.ipv4_dst == 0x12_3456_78 and fm.rule_hash == 0x12_3456_7800
 
 
 # ---------------------------------------------------------------- withdrawal and table adoption
@@ -310,6 +340,7 @@ def _as_switch_flows(flowmods, table_id=0):
                      eth_dst=flows.int_to_mac(fm.eth_dst) if fm.eth_dst is not None else "",
                      eth_dst_mask=flows.int_to_mac(fm.eth_dst_mask) if fm.eth_dst_mask is not None else "",
                      out_port=fm.out_port, packet_count=0, byte_count=0, cookie=fm.cookie, eth_type=fm.eth_type,
+                     ipv4_dst=flows.int_to_ip(fm.ipv4_dst) if fm.ipv4_dst is not None else "",
                      table_id=table_id) for fm in flowmods]
 
 
@@ -317,7 +348,7 @@ def test_plan_table_keeps_a_table_whose_statics_are_ours(cfg):
     statics = flows.static_flowmods(cfg)
     r2 = [flows.cache_flowmod(0x1234, 11), flows.cache_flowmod(0xFF_FFFF_FFFF, 12)]
     plan = flows.plan_table(_as_switch_flows(list(reversed(statics)) + r2), statics, {11, 12})
-    assert plan.adopt and plan.installed == {0x1234: 11, 0xFF_FFFF_FFFF: 12} and plan.why == ""
+    assert plan.adopt and plan.installed == {0x1200: 11, 0xFF_FFFF_FF00: 12} and plan.why == ""
 
 
 def test_plan_table_flushes_when_anything_differs(cfg, cluster_dict):
@@ -386,3 +417,29 @@ def test_from_stats_marks_flows_we_would_not_program():
                                [parser.OFPActionSetField(eth_dst="02:00:00:00:00:01"), *out])).plain
     other = from_stats(stat(parser.OFPMatch(eth_dst="aa:00:00:00:00:05"), out, table_id=3))
     assert other.table_id == 3
+
+
+def test_eth_dst_match_is_the_thesis_exact_mac(cfg, cluster_dict):
+    """switch.cache_match: eth_dst (a hardware L2 table): Ruleset 2 matches aa:<40-bit hash>
+    exactly, hashes differing in their low bits get their own rules, and a table programmed in
+    one form is not adopted by a controller configured for the other."""
+    cluster_dict["switch"]["cache_match"] = "eth_dst"
+    ecfg = parse_config(cluster_dict)
+    book = CacheRuleBook.from_config(ecfg)
+    a, b = 0x12_3456_7801, 0x12_3456_78FE
+    res = book.add([CacheRule(a, "cache1"), CacheRule(b, "cache2")])
+    assert len(res.flowmods) == 2 and len(book) == 2
+    fm = res.flowmods[0]
+    assert (fm.eth_dst, fm.eth_dst_mask, fm.ipv4_dst, fm.eth_type) == ((0xAA << 40) | a, None, None, None)
+    assert fm.rule_hash == a
+    t = FakeFlowTable().apply([*flows.static_flowmods(ecfg), *res.flowmods])
+    assert t.lookup(request_mac(PREFIX_GET, a)) == 11 and t.lookup(request_mac(PREFIX_GET, b)) == 12
+    assert t.lookup(request_mac(PREFIX_OTHER, a)) == db_port_for(ecfg, a)
+    statics = flows.static_flowmods(ecfg)
+    table = _as_switch_flows(statics + res.flowmods)
+    assert flows.plan_table(table, statics, {11, 12}, "eth_dst").installed == {a: 11, b: 12}
+    assert not flows.plan_table(table, statics, {11, 12}, "ipv4_dst").adopt
+    ip_table = _as_switch_flows(statics + [flows.cache_flowmod(a, 11)])
+    assert not flows.plan_table(ip_table, statics, {11, 12}, "eth_dst").adopt
+    with pytest.raises(ValueError):
+        flows.cache_flowmod(a, 11, match="tcp_dst")

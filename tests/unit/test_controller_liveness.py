@@ -12,13 +12,13 @@ from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from exo_controller.app import ExoControllerApp
 from exo_common.config import parse_config
-from exo_controller.flows import CacheRule, make_cookie
+from exo_controller.flows import CacheRule, make_cookie, rule_hash
 from exo_controller.grpc_service import ControllerServicer
 from exo_controller.liveness import DOWN, REJOINING, UP
 from exo_controller.monitor import ClusterMonitor, GrpcPeers
 from exoproto import control_pb2, control_pb2_grpc
 from exoskeleton.keyhash import key_hash
-from fake_switch import FakeDatapath
+from fake_switch import FakeDatapath, H  # H(i): key hash number i (i << flows.IP_SHIFT)
 
 
 class Unavailable(Exception):
@@ -287,10 +287,10 @@ def test_dead_cache_node_is_withdrawn_forgotten_rejected_then_rejoins(cluster_di
     peers = box["peers"]
     dp = connect(app)
     wait_for(lambda: app.updater.synced)
-    out = app.add_cache_rules([CacheRule(1, "cache1"), CacheRule(2, "cache1"), CacheRule(2, "cache1"),
-                               CacheRule(3, "cache2")])
+    out = app.add_cache_rules([CacheRule(H(1), "cache1"), CacheRule(H(2), "cache1"), CacheRule(H(2), "cache1"),
+                               CacheRule(H(3), "cache2")])
     assert (out.accepted, out.rejected) == (4, 0)
-    assert dp.table.ruleset2() == {1: 11, 2: 11, 3: 12}
+    assert dp.table.ruleset2() == {H(1): 11, H(2): 11, H(3): 12}
     seen_at_forget = []
     peers.on_forget = lambda db, node: seen_at_forget.append(dict(dp.table.ruleset2()))
     peers.forget_fails["db3"] = 2
@@ -303,8 +303,8 @@ def test_dead_cache_node_is_withdrawn_forgotten_rejected_then_rejoins(cluster_di
     assert (withdraw.table_id, withdraw.out_port, withdraw.cookie, withdraw.cookie_mask) == (
         0, 11, 0xE2 << 56, 0xFF << 56)
     assert not dp.mods(ofp.OFPFC_DELETE_STRICT)  # one flow-mod, not one per rule
-    assert dp.table.ruleset2() == app.updater.installed == {3: 12}
-    assert len(app.book) == 1 and app.book.refcount(2, "cache1") == 0
+    assert dp.table.ruleset2() == app.updater.installed == {H(3): 12}
+    assert len(app.book) == 1 and app.book.refcount(H(2), "cache1") == 0
     assert all(11 not in seen.values() for seen in seen_at_forget)  # forget only after the barrier
     assert [c[2] for c in peers.called("forget", "cache1")][:3] == ["db1", "db2", "db3"]
     stats = app.stats()
@@ -315,12 +315,12 @@ def test_dead_cache_node_is_withdrawn_forgotten_rejected_then_rejoins(cluster_di
 
     svc = ControllerServicer(app)
     ctx = SimpleNamespace(time_remaining=lambda: 5.0)
-    rep = svc.AddCacheRules(control_pb2.CacheRulesRequest(rules=[control_pb2.CacheRule(key_hash=9, cache_node="cache1")]), ctx)
+    rep = svc.AddCacheRules(control_pb2.CacheRulesRequest(rules=[control_pb2.CacheRule(key_hash=H(9), cache_node="cache1")]), ctx)
     assert (rep.accepted, rep.rejected) == (0, 1)
     assert "cache node cache1 is out of the cluster until it rejoins" in rep.error
-    rep = svc.RemoveCacheRules(control_pb2.CacheRulesRequest(rules=[control_pb2.CacheRule(key_hash=1, cache_node="cache1")]), ctx)
+    rep = svc.RemoveCacheRules(control_pb2.CacheRulesRequest(rules=[control_pb2.CacheRule(key_hash=H(1), cache_node="cache1")]), ctx)
     assert (rep.accepted, rep.rejected, rep.error) == (1, 0, "")
-    rep = svc.AddCacheRules(control_pb2.CacheRulesRequest(rules=[control_pb2.CacheRule(key_hash=9, cache_node="cache2")]), ctx)
+    rep = svc.AddCacheRules(control_pb2.CacheRulesRequest(rules=[control_pb2.CacheRule(key_hash=H(9), cache_node="cache2")]), ctx)
     assert (rep.accepted, rep.rejected) == (1, 0)  # the other cache node is unaffected
 
     peers.alive["cache1"] = True
@@ -329,8 +329,8 @@ def test_dead_cache_node_is_withdrawn_forgotten_rejected_then_rejoins(cluster_di
     reset_times = [i for i, c in enumerate(peers.calls) if c[0] == "reset"]
     assert reset_times and min(reset_times) > max(forget_times)  # reset after every forget
     assert app.stats()["cache_nodes_down"] == 0
-    out = app.add_cache_rules([CacheRule(1, "cache1")])
-    assert (out.accepted, out.rejected) == (1, 0) and dp.table.ruleset2() == {1: 11, 3: 12, 9: 12}
+    out = app.add_cache_rules([CacheRule(H(1), "cache1")])
+    assert (out.accepted, out.rejected) == (1, 0) and dp.table.ruleset2() == {H(1): 11, H(3): 12, H(9): 12}
 
 
 def test_port_link_down_declares_down_without_waiting_for_heartbeats(cluster_dict, apps):
@@ -338,14 +338,14 @@ def test_port_link_down_declares_down_without_waiting_for_heartbeats(cluster_dic
     app = make_app(cluster_dict, box, interval_ms=5000)  # heartbeats would take 15 s
     apps.append(app)
     dp = connect(app)
-    app.add_cache_rules([CacheRule(4, "cache2"), CacheRule(5, "cache1")])
+    app.add_cache_rules([CacheRule(H(4), "cache2"), CacheRule(H(5), "cache1")])
     dp.sent.clear()
     ev = SimpleNamespace(msg=SimpleNamespace(reason=ofp.OFPPR_MODIFY, desc=SimpleNamespace(
         port_no=12, name=b"exo-s1-eth12", state=ofp.OFPPS_LINK_DOWN, config=0)))
     app._port_status(ev)
     wait_for(lambda: app.stats()["cache_node_withdrawals"] == 1)
     assert [m.out_port for m in dp.mods(ofp.OFPFC_DELETE)] == [12]
-    assert dp.table.ruleset2() == {5: 11}
+    assert dp.table.ruleset2() == {H(5): 11}
     assert app.counters["port_modified"] == 1
     # a port that is no cache node's changes nothing
     app._port_status(SimpleNamespace(msg=SimpleNamespace(reason=ofp.OFPPR_DELETE, desc=SimpleNamespace(
@@ -366,7 +366,9 @@ def _program(cluster_dict, rules):
 
 
 def test_restarted_controller_keeps_the_switch_and_rebuilds_the_book(cluster_dict, apps):
-    h = {k: key_hash(k) for k in (b"k1", b"k2", b"k3", b"k4")}
+    h = {k: key_hash(k) for k in (b"k1", b"k2", b"k3", b"k4")}  # real 40-bit key hashes
+    r = {k: rule_hash(v) for k, v in h.items()}  # what their Ruleset 2 rules match (top 32 bits)
+    assert len(set(r.values())) == 4  # four distinct rules
     table = _program(cluster_dict, [CacheRule(h[b"k1"], "cache1"), CacheRule(h[b"k2"], "cache1"),
                                     CacheRule(h[b"k3"], "cache2")])
     flows_before = dict(table.flows)
@@ -380,26 +382,27 @@ def test_restarted_controller_keeps_the_switch_and_rebuilds_the_book(cluster_dic
     dp = connect(app, table=table)
     assert isinstance(dp.sent[0], type(dp.stats_requests()[0]))
     assert not dp.mods(ofp.OFPFC_DELETE) and not dp.mods(ofp.OFPFC_ADD)  # no flush, no statics
-    assert app.updater.installed == {h[b"k1"]: 11, h[b"k2"]: 11, h[b"k3"]: 12}
+    assert app.updater.installed == {r[b"k1"]: 11, r[b"k2"]: 11, r[b"k3"]: 12}
     assert app.stats()["switch_tables_kept"] == 1 and app.stats()["switch_programmed"] == 1
     wait_for(lambda: app.updater.unsynced_nodes == {"cache2"})
     assert app.book.owner(h[b"k1"]) == "cache1" and app.book.owner(h[b"k2"]) is None
     app.add_cache_rules([CacheRule(h[b"k4"], "cache2")], wait=True)  # adds go before the sync
     time.sleep(0.2)
     # k2's rule is not wanted by cache1, but cache2 is not synced: it might be cache2's. Held.
-    assert not dp.mods(ofp.OFPFC_DELETE_STRICT) and h[b"k2"] in dp.table.ruleset2()
+    assert not dp.mods(ofp.OFPFC_DELETE_STRICT) and r[b"k2"] in dp.table.ruleset2()
     assert app.stats()["rule_deletes_held"] == 2  # k2, and k3 until cache2 says it holds it
     cfg_peers.list_fails["cache2"] = 0
-    wait_for(lambda: h[b"k2"] not in dp.table.ruleset2())
-    assert dp.table.ruleset2() == {h[b"k1"]: 11, h[b"k3"]: 12, h[b"k4"]: 12}
-    assert [m.cookie for m in dp.mods(ofp.OFPFC_DELETE_STRICT)] == [make_cookie(2, h[b"k2"])]
+    wait_for(lambda: r[b"k2"] not in dp.table.ruleset2())
+    assert dp.table.ruleset2() == {r[b"k1"]: 11, r[b"k3"]: 12, r[b"k4"]: 12}
+    assert [m.cookie for m in dp.mods(ofp.OFPFC_DELETE_STRICT)] == [make_cookie(2, r[b"k2"])]
     assert app.book.owner(h[b"k3"]) == "cache2" and app.stats()["cache_nodes_unsynced"] == 0
     # every static flow is the one the first controller installed (same OFPFlowMod objects)
     assert all(table.flows[k] is f for k, f in flows_before.items() if f.priority != 200)
+    assert sum(1 for f in flows_before.values() if f.priority != 200) == 7 + 256
 
 
 def test_restarted_controller_withdraws_a_dead_nodes_rules(cluster_dict, apps):
-    table = _program(cluster_dict, [CacheRule(1, "cache1"), CacheRule(2, "cache2"), CacheRule(3, "cache2")])
+    table = _program(cluster_dict, [CacheRule(H(1), "cache1"), CacheRule(H(2), "cache2"), CacheRule(H(3), "cache2")])
     box = {"peers": FakePeers(parse_config(cluster_dict))}
     box["peers"].keys = {"cache1": [], "cache2": []}
     box["peers"].alive["cache2"] = False
@@ -409,12 +412,12 @@ def test_restarted_controller_withdraws_a_dead_nodes_rules(cluster_dict, apps):
     wait_for(lambda: app.stats()["cache_node_withdrawals"] == 1 and app.updater.synced)
     wait_for(lambda: dp.table.ruleset2() == {})  # cache2's by withdrawal, 1 after cache1's (empty) sync
     assert [m.out_port for m in dp.mods(ofp.OFPFC_DELETE)] == [12]
-    assert [m.cookie for m in dp.mods(ofp.OFPFC_DELETE_STRICT)] == [make_cookie(2, 1)]
+    assert [m.cookie for m in dp.mods(ofp.OFPFC_DELETE_STRICT)] == [make_cookie(2, H(1))]
     assert dp.table.count(1) == 7 and dp.table.count(3) == 256
 
 
 def test_foreign_flow_means_flush(cluster_dict, apps):
-    table = _program(cluster_dict, [CacheRule(1, "cache1")])
+    table = _program(cluster_dict, [CacheRule(H(1), "cache1")])
     table.add_foreign(in_port=3)
     box = {}
     app = make_app(cluster_dict, box)

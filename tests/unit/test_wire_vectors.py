@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from exoskeleton import keyhash, wire
-from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, mac_bytes, mac_str, request_mac
+from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, mac_bytes, mac_str, request_ip, request_mac
 
 ROOT = pathlib.Path(__file__).parents[2]
 VECTORS = json.loads((ROOT / "proto" / "wire_vectors.json").read_text())
@@ -90,6 +90,9 @@ def test_key_hash_vectors(v):
     assert key_hash(key) == v["hash40"]
     assert mac_str(request_mac(PREFIX_GET, key_hash(key))) == v["get_mac"]
     assert mac_str(request_mac(PREFIX_OTHER, key_hash(key))) == v["other_mac"]
+    assert socket.inet_ntoa(request_ip(key_hash(key))) == v["request_ip"]
+    assert int.from_bytes(request_ip(key_hash(key)), "big") == v["hash40"] >> 8  # the top 32 bits
+    assert wire.request_dst_ip(key) == request_ip(key_hash(key))
 
 
 @pytest.mark.parametrize("v", VECTORS["frames"], ids=lambda v: v["name"])
@@ -105,6 +108,15 @@ def test_frames_encode_and_decode(v):
     assert (f.udp_src, f.udp_dst) == (v["udp_src"], v["udp_dst"])
     udp_ck = struct.unpack_from("!H", raw, wire.OFFSET["udp_checksum"])[0]
     assert (udp_ck != 0) == v["udp_checksum"]
+
+
+@pytest.mark.parametrize("v", [v for v in VECTORS["frames"] if not v["opcode"] & wire.OP_REPLY],
+                         ids=lambda v: v["name"])
+def test_request_frames_carry_the_key_hash_in_ip_dst(v):
+    """A request's IPv4 dst is request_ip(key hash), the MAC's hash less its low byte."""
+    f = wire.decode_frame(bytes.fromhex(v["frame_hex"]))
+    assert f.ip_dst == request_ip(key_hash(f.msg.key)) == socket.inet_aton(v["ip_dst"])
+    assert f.ip_dst == f.eth_dst[1:5]
 
 
 def test_ip_checksum_verifies_to_zero():

@@ -41,8 +41,12 @@ def delete_bridge(name: str) -> None:
 def set_flow_limit(bridge: str, limit: int) -> None:
     """Make table 0 as small as a hardware switch's: the (limit+1)th flow is refused with an
     OpenFlow table-full error (overflow_policy=refuse) instead of OVS's default eviction-free
-    growth. The Flow_Table row is owned by the bridge and goes away with it."""
+    growth. Also track ip_dst in the table's prefix tries (`prefixes`), which lets OVS wildcard
+    the IPv4 destination bits no rule needs: a GET that misses Ruleset 2 (it matches the key
+    hash as an IPv4 /32) then shares its datapath flow with every key of its ~2^14th of the
+    hash space instead of installing one per key (docs/switch-rules.md, "Why this layout").
+    The Flow_Table row is owned by the bridge and goes away with it."""
     subprocess.run(["ovs-vsctl", "--timeout=5", "--", "--id=@ft", "create", "Flow_Table",
-                    f"flow_limit={limit}", "overflow_policy=refuse", "name=exo_table0",
+                    f"flow_limit={limit}", "overflow_policy=refuse", "name=exo_table0", "prefixes=ip_dst",
                     "--", "set", "Bridge", bridge, "flow_tables:0=@ft"],
                    check=True, stdout=subprocess.DEVNULL)

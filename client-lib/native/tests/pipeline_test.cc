@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "pipeline.h"
@@ -74,7 +75,7 @@ Endpoint ep() {
   e.mac = {2, 0, 0, 0, 0, 1};
   e.ip = 0x0A000001;
   e.port = 40000;
-  e.service_ip = 0x0A0000FE;
+  e.service_ip = 0x0A0000FE;  // accepted, not used by requests
   return e;
 }
 
@@ -106,11 +107,11 @@ TEST(NativePipeline, AnswersComeBackInRequestOrderInBatches) {
 
 TEST(NativePipeline, FramesCarryTheKeyHashPrefixAndTheClientsAddress) {
   std::vector<std::pair<uint8_t, uint64_t>> macs;  // (prefix, hash in the MAC) per frame
-  std::vector<uint32_t> src_ips;
-  FakeNet net([&](const wire::FrameView& r, int) {
+  std::vector<uint32_t> src_ips, dst_ips;
+  FakeNet net([&](const wire::FrameView& r, int) {  // FakeNet has checked wire::parse
     macs.emplace_back(r.eth_dst[0], hash_from_mac(r.eth_dst));
     src_ips.push_back(r.ip_src);
-    EXPECT_EQ(r.ip_dst, 0x0A0000FEu);
+    dst_ips.push_back(r.ip_dst);
     EXPECT_EQ(r.udp_src, 40000);
     return std::vector<Reply>{reply_to(r, wire::kOk)};
   });
@@ -122,6 +123,26 @@ TEST(NativePipeline, FramesCarryTheKeyHashPrefixAndTheClientsAddress) {
   EXPECT_EQ(macs[0], std::make_pair(kPrefixOther, h));  // PUT under 0xBA
   EXPECT_EQ(macs[1], std::make_pair(kPrefixGet, h));    // GET under 0xAA
   EXPECT_EQ(src_ips[0], 0x0A000001u);
+  // The IPv4 dst is the key hash's top 32 bits (not the endpoint's service_ip), in both ops.
+  EXPECT_EQ(dst_ips, (std::vector<uint32_t>{request_ip(h), request_ip(h)}));
+}
+
+TEST(NativePipeline, EachRequestsIpDstIsItsKeysRequestIp) {
+  std::vector<std::pair<std::string, uint32_t>> seen;  // (key, IPv4 dst) per frame
+  FakeNet net([&](const wire::FrameView& r, int) {  // FakeNet has checked wire::parse (checksum)
+    seen.emplace_back(std::string(r.key.begin(), r.key.end()), r.ip_dst);
+    return std::vector<Reply>{reply_to(r, wire::kOk)};
+  });
+  Pipeline p(net, ep(), 9);
+  p.execute(gets(50), Options{});
+  ASSERT_EQ(seen.size(), 50u);
+  std::set<uint32_t> distinct;
+  for (const auto& [key, ip] : seen) {
+    EXPECT_EQ(ip, request_ip(key_hash(std::span(reinterpret_cast<const uint8_t*>(key.data()), key.size()))))
+        << key;
+    distinct.insert(ip);
+  }
+  EXPECT_GT(distinct.size(), 45u) << "keys spread over IPv4 destinations";
 }
 
 TEST(NativePipeline, ALostRequestIsResentUnderTheSameSeq) {

@@ -27,15 +27,15 @@ std::vector<uint8_t> frame(uint8_t op, size_t key_len, size_t value_len, bool ud
   const std::string key(key_len, 'k');
   const std::vector<uint8_t> value(value_len, 'v');
   const auto* k = reinterpret_cast<const uint8_t*>(key.data());
-  const exo::Mac dst = exo::request_mac(op == wire::kGet ? exo::kPrefixGet : exo::kPrefixOther,
-                                        exo::key_hash({k, key.size()}));
+  const uint64_t hash = exo::key_hash({k, key.size()});
+  const exo::Mac dst = exo::request_mac(op == wire::kGet ? exo::kPrefixGet : exo::kPrefixOther, hash);
   const exo::Mac src{0x02, 0, 0, 0, 3, 1};
   wire::Header h;
   h.opcode = op;
   h.client_id = 1;
   h.seq = 2;
   std::vector<uint8_t> f(wire::kMinFrame + key_len + value_len);
-  wire::build(f, dst.data(), {src.data(), 0x0a000301, 40000}, 0x0a0000fe, 7777, h,
+  wire::build(f, dst.data(), {src.data(), 0x0a000301, 40000}, exo::request_ip(hash), 7777, h,
               {k, key.size()}, value);
   if (udp_checksum) wire::set_udp_checksum(f);
   return f;

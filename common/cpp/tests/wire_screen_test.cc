@@ -23,15 +23,15 @@ std::vector<uint8_t> request(uint8_t op, const std::string& key, size_t value_le
                              bool udp_checksum = false) {
   std::vector<uint8_t> f(2048);
   const auto* k = reinterpret_cast<const uint8_t*>(key.data());
-  const exo::Mac dst = exo::request_mac(op == exo::wire::kGet ? exo::kPrefixGet : exo::kPrefixOther,
-                                        exo::key_hash({k, key.size()}));
+  const uint64_t hash = exo::key_hash({k, key.size()});
+  const exo::Mac dst = exo::request_mac(op == exo::wire::kGet ? exo::kPrefixGet : exo::kPrefixOther, hash);
   exo::wire::Header h;
   h.opcode = op;
   h.client_id = 7;
   h.seq = 9;
   std::vector<uint8_t> value(value_len, 'v');
   const exo::wire::Addr src{kClientMac.data(), 0x0a000301, 40000};
-  f.resize(exo::wire::build(f, dst.data(), src, 0x0a0000fe, 7777, h, {k, key.size()}, value));
+  f.resize(exo::wire::build(f, dst.data(), src, exo::request_ip(hash), 7777, h, {k, key.size()}, value));
   if (udp_checksum) exo::wire::set_udp_checksum(f);
   return f;
 }

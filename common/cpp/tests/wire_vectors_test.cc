@@ -103,6 +103,8 @@ TEST(KeyHash, MatchesSharedVectors) {
     EXPECT_EQ(exo::format_mac(exo::request_mac(exo::kPrefixGet, h).data()), v["get_mac"]);
     EXPECT_EQ(exo::format_mac(exo::request_mac(exo::kPrefixOther, h).data()), v["other_mac"]);
     EXPECT_EQ(exo::hash_from_mac(exo::request_mac(exo::kPrefixGet, h).data()), h);
+    EXPECT_EQ(exo::request_ip(h), exo::parse_ipv4(v["request_ip"])) << v["key_hex"];
+    EXPECT_EQ(exo::request_ip(h), uint32_t(h >> 8));  // the top 32 of the 40 bits
   }
 }
 
@@ -125,6 +127,9 @@ TEST(Wire, ParsesSharedFrames) {
     EXPECT_EQ(std::vector<uint8_t>(f.key.begin(), f.key.end()), unhex(v["key_hex"]));
     EXPECT_EQ(std::vector<uint8_t>(f.value.begin(), f.value.end()), unhex(v["value_hex"]));
     EXPECT_EQ(f.frame_len, raw.size());
+    if (!f.is_reply()) {  // a request's IPv4 dst carries its key's hash
+      EXPECT_EQ(f.ip_dst, exo::request_ip(exo::key_hash(f.key))) << v["name"];
+    }
   }
 }
 
