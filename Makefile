@@ -5,7 +5,7 @@ BUILD ?= build
 PY := .venv/bin/python
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo chaos figures sim clean
+.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo chaos figures sim proxy-conformance clean
 
 all: build
 
@@ -46,6 +46,12 @@ bench: build
 
 demo: build
 	@.venv/bin/exo demo
+
+# exo-proxy against suites we did not write: pymemcache's integration tests, memccapable and a PHP
+# client, on a Mininet cluster (docs/proxy.md). Writes results/proxy_conformance.json.
+proxy-conformance: build
+	@mkdir -p results
+	@$(PY) -m exo_proxy --out results
 
 # Fault-injection campaign on a Mininet cluster, every history checked for linearizability
 # (docs/chaos.md). Writes results/chaos.json. REPEATS=1 for a short one (make test runs that).

@@ -14,6 +14,9 @@ APT_PACKAGES=(
   python3-venv python3-pip python3-dev pybind11-dev
   # make bench: the baselines it measures against (memcached; dpdk-testpmd is in dpdk-dev) and perf
   memcached linux-perf util-linux
+  # exo-proxy's conformance runs (docs/proxy.md): memccapable, and a PHP memcached client;
+  # wrk drives the web demo
+  libmemcached-tools php-cli php-memcached wrk
 )
 
 missing=()
@@ -42,6 +45,16 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   touch "$stamp"
 else
   echo "==> Python packages: up to date"
+fi
+
+# pymemcache's own integration tests run against exo-proxy (docs/proxy.md, "Conformance"): they
+# ship in its sdist, not in the wheel pip installed.
+PYMEMCACHE=4.0.0
+if [ ! -f ".cache/pymemcache-$PYMEMCACHE/pymemcache/test/test_integration.py" ]; then
+  echo "==> fetching pymemcache $PYMEMCACHE's sdist (its integration tests)"
+  mkdir -p .cache
+  .venv/bin/pip download -q --no-binary :all: --no-deps -d .cache "pymemcache==$PYMEMCACHE"
+  tar -xzf ".cache/pymemcache-$PYMEMCACHE.tar.gz" -C .cache
 fi
 
 # Python gRPC stubs (generated, not committed).

@@ -203,3 +203,17 @@ seeds("db_control_fuzz", [
     + step(D_FAULTS, b"\x02") + step(D_EVICT, evict("cache0", "a")) + step(D_HOTKEYS, stats),
     step(D_FETCH, fetch("cache9", "a")) + step(D_FETCH, fetch("", "a")),
 ])
+
+# ---- exo-proxy's memcached text/meta parser: [limits:4][split seed:1][stream]
+# (proxy/fuzz/text_protocol_fuzz.cc; an odd first byte keeps the default limits) ----
+memcache = [
+    b"get a b c\r\nset k 5 100 5\r\nhe\r\nl\r\ngets k\ncas k 0 0 1 77 noreply\r\nx\r\n",
+    b"incr n 5\r\ndecr n 9 noreply\r\ntouch k 10\r\ngat 5 a b\r\ngats 0 a\r\ndelete k 0 noreply\r\n",
+    b"flush_all 10 noreply\r\nverbosity 1\r\nversion\r\nstats items\r\nquit\r\n",
+    b"set k 0 0 3\r\nabcd\r\nset k 0 0 -1\r\nbogus noreply\r\n\r\n GET a\r\n",
+    b"mg Zm9v b v k Oop t c f s q\r\nms foo 3 T60 F9 MA I c\r\nbar\r\nms foo 2 MX\r\nhi\r\n",
+    b"md foo q C12 I T30 x\r\nma foo D7 MD N30 J1 v\r\nme foo\r\nmn\r\nmg foo v v\r\n",
+    b"set k 0 0 9\r\n" + b"v" * 9 + b"\r\nget " + b"k" * 40 + b"\r\n\x80\x01\x00",
+]
+seeds("text_protocol_fuzz", [b"\x01\x00\x00\x00\x07" + m for m in memcache]
+      + [b"\x06\x10\x08\x02\x03" + m for m in memcache])

@@ -11,7 +11,7 @@ BUILD=${SANITIZE_BUILD:-build-sanitize}
 TESTS=(common/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests
        db-node/db_coordinator_tests db-node/db_coordinator_model_tests
        emulator/wimpy_emulator_tests emulator/loadgen_tests emulator/emulator_tests
-       client-lib/native/client_pipeline_tests)
+       client-lib/native/client_pipeline_tests proxy/proxy_tests proxy/proxy_core_tests)
 # path:short-run seconds
 FUZZERS=(
   common/cpp/wire_parse_fuzz:20             # wire::parse
@@ -25,6 +25,7 @@ FUZZERS=(
   db-node/db_control_fuzz:15               # the db node's DbNode RPC handlers
   emulator/emulator_fuzz:15                # the wimpy emulator's demux + rate limit + db handler
   client-lib/native/client_pipeline_fuzz:10  # the native client reading arbitrary replies
+  proxy/text_protocol_fuzz:15              # exo-proxy's memcached text/meta request parser
 )
 fuzz_path() { echo "${1%%:*}"; }
 

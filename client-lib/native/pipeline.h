@@ -3,8 +3,9 @@
 // new seq after a short backoff -- the same rules as Client.stream in client-lib/exoskeleton/
 // client.py (the pure-Python path, which stays as the fallback; both pass the same tests).
 //
-// Pure logic around a FrameIO: the real one (mmsg_io.h) moves whole batches per system call,
-// sendmmsg on the raw socket and recvmmsg on the UDP socket; tests drive a fake.
+// The rules themselves are RequestEngine's (request_engine.h, shared with exo-proxy); this is the
+// blocking loop around it and a FrameIO: the real one (mmsg_io.h) moves whole batches per system
+// call, sendmmsg on the raw socket and recvmmsg on the UDP socket; tests drive a fake.
 #pragma once
 
 #include <array>
@@ -13,6 +14,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "request_engine.h"
 
 namespace exo::client {
 
@@ -30,21 +33,6 @@ struct Outcome {
   int attempts = 0;
 };
 
-struct Stats {
-  uint64_t sent = 0, resent = 0, replies = 0, stray_replies = 0, timeouts = 0, busy_retries = 0;
-  uint64_t send_calls = 0, recv_calls = 0;  // system calls (batches), for requests per syscall
-};
-
-// Where requests come from and go to (host byte order for ip/port).
-struct Endpoint {
-  std::array<uint8_t, 6> mac{};
-  uint32_t ip = 0;
-  uint16_t port = 0;
-  uint32_t service_ip = 0;  // accepted (the module's service_ip), unused: a request's IPv4 dst is
-                            // request_ip(key hash), keyhash.h
-  uint16_t udp_port = 7777;
-};
-
 class FrameIO {
  public:
   virtual ~FrameIO() = default;
@@ -55,11 +43,8 @@ class FrameIO {
   virtual void recv(std::vector<std::span<const uint8_t>>& out, double timeout_s) = 0;
 };
 
-struct Options {
-  size_t window = 32;
-  double timeout_s = 0.25;
-  int retries = 4;
-};
+// {window, timeout_s, retries[, busy_backoff_s]}
+using Options = EngineOptions;
 
 class Pipeline {
  public:

@@ -167,6 +167,30 @@ size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
     if (const std::optional<size_t> n = write_cached(req, guard, *holder, rec, out)) return *n;
   }
 
+  // A DELETE of a key that does not exist answers NOT_FOUND (memcached's `delete` says whether
+  // the key was there; exo-proxy and Client.delete report it). Still under the stripe lock, so
+  // no write of this key can come between the read and the answer; the outcome is recorded for
+  // the id like any other, so a resend that arrives after a later PUT is not applied either.
+  if (is_delete) {
+    const StoreResult g = ctx_.store.get(req.key, &existing_);
+    if (g.code == StoreResult::kNotFound) {
+      rec.status = wire::kNotFound;
+      const std::string k = request_key(id), v = encode_dedup(rec);
+      const StoreOp op = StoreOp::put(Cf::kRequests, bytes_of(k), bytes_of(v));
+      if (const StoreResult w = ctx_.store.write(std::span<const StoreOp>(&op, 1)); !w.ok()) {
+        LOG_WARN("DELETE of a missing key: dedup record not written: %s", w.error.c_str());
+        return refuse(req, rec, wire::kError, out);
+      }
+      ctx_.dedup.insert(id, rec);
+      bump(c_.not_found);
+      return reply(req, out, wire::kNotFound);
+    }
+    if (!g.ok()) {
+      LOG_WARN("DELETE: reading the key failed: %s", g.error.c_str());
+      return refuse(req, rec, wire::kError, out);
+    }
+  }
+
   const std::string dedup_key = request_key(id);
   const std::string dedup_value = encode_dedup(rec);
 

@@ -100,6 +100,7 @@ class RequestHandler {
   wire::Addr self_addr_;
   size_t max_frame_;    // 14 + mtu
   wire::ScreenPolicy screen_policy_;  // the pre-filter's view of this node
+  std::string existing_;  // a DELETE's read of the key (does it exist?), reused
   // handle_burst's GETs: reused across bursts so steady state does not allocate
   struct PendingGet {
     size_t item;

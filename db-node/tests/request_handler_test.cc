@@ -98,13 +98,18 @@ TEST_F(HandlerTest, GetMissingIsNotFound) {
   EXPECT_EQ(counter(c, "not_found"), 1u);
 }
 
-TEST_F(HandlerTest, DeleteRemovesAndDeletingMissingIsOk) {
+TEST_F(HandlerTest, DeleteRemovesAndDeletingMissingIsNotFound) {
   store.data[key] = "v";
-  EXPECT_EQ(send(request(wire::kDelete, key)).status, wire::kOk);
+  EXPECT_EQ(send(request(wire::kDelete, key, "", 1)).status, wire::kOk);
   EXPECT_FALSE(store.data.count(key));
-  EXPECT_EQ(send(request(wire::kDelete, key)).status, wire::kOk);
+  EXPECT_EQ(send(request(wire::kDelete, key, "", 2)).status, wire::kNotFound);
   EXPECT_EQ(counter(c, "deletes"), 2u);
   EXPECT_EQ(send(request(wire::kGet, key)).status, wire::kNotFound);
+  // The NOT_FOUND is the outcome of id 2: a resend of it after a PUT neither deletes nor
+  // answers differently.
+  EXPECT_EQ(send(request(wire::kPut, key, "new", 3)).status, wire::kOk);
+  EXPECT_EQ(send(request(wire::kDelete, key, "", 2)).status, wire::kNotFound);
+  EXPECT_EQ(store.data.at(key), "new");
 }
 
 TEST_F(HandlerTest, MalformedFramesAreDroppedAndCounted) {
@@ -207,6 +212,7 @@ TEST_F(HandlerTest, StoreFailuresAnswerError) {
   store.fail_put = true;
   EXPECT_EQ(send(request(wire::kPut, key, "v", 1)).status, wire::kError);
   store.fail_del = true;
+  store.data[key] = "v";  // present: a DELETE of a missing key answers NOT_FOUND before writing
   EXPECT_EQ(send(request(wire::kDelete, key, "", 2)).status, wire::kError);  // a new request id
   store.fail_get = true;
   EXPECT_EQ(send(request(wire::kGet, key)).status, wire::kError);

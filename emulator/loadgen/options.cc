@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "cli_parse.h"
 #include "loadgen/memcached_udp.h"
 #include "wire.h"
 
@@ -109,23 +110,11 @@ ParseResult parse_options(const std::vector<std::string>& args, Options* o) {
   app.add_option("--src-mac", o->src_mac, "source MAC of the requests (default: the client's from the config)");
   app.add_option("--src-ip", o->src_ip, "source IPv4 of the requests (default: the client's from the config)");
 
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  ParseResult r;
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::CallForHelp&) {
-    r.message = app.help();
-    return r;
-  } catch (const CLI::ParseError& e) {
-    r.exit_code = 2;
-    r.message = std::string(e.what()) + "\nRun with --help for the options.";
-    return r;
-  }
+  ParseResult r = parse_cli(app, args);
+  if (!r.run) return r;
   o->has_seed = seed->count() > 0;
   o->has_client_id = cid->count() > 0;
   o->has_dst_port = dport->count() > 0;
-  r.run = true;
   return r;
 }
 

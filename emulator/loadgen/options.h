@@ -3,6 +3,8 @@
 // reply-window sizes), which also goes into the output JSON as "params".
 #pragma once
 
+#include "cli_parse.h"
+
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -51,11 +53,7 @@ struct Options {
   std::string src_ip;      // instead of the client's IP from the config
 };
 
-struct ParseResult {
-  bool run = false;   // false: exit with exit_code after printing message
-  int exit_code = 0;  // 0 for --help, 2 for a usage error
-  std::string message;
-};
+using ParseResult = exo::CliResult;  // cli_parse.h
 
 ParseResult parse_options(const std::vector<std::string>& args, Options* out);  // args[0]: program
 

@@ -114,6 +114,11 @@ def compute_ratios(doc: dict) -> dict:
     ovs_f, ovs_c = _ceiling(doc, "ovs_forward"), _ceiling(doc, "ovs_cache_node")
     r["ovs_cache_vs_ovs_forward"] = {"value": None if not (ovs_f and ovs_c) else round(ovs_c / ovs_f, 3),
                                      "target": None, "of": "ovs_cache_node / ovs_forward (context, no target)"}
+    # The db node reads each received burst's GETs with one MultiGet (RequestHandler::
+    # handle_burst): beside the target's Get baseline, the batched one, for context.
+    rmg = (doc.get("rocksdb_in_process_multiget") or {}).get("gets_per_s")
+    r["db_vs_rocksdb_multiget"] = {"value": None if not (db and rmg) else round(db / rmg, 3), "target": None,
+                                   "of": "db_node / rocksdb_in_process_multiget (MultiGet of 32; context, no target)"}
     # Misses through the switch, each layout against OVS's own ceiling, with the upcalls behind it.
     for case in ("ovs_miss", "ovs_miss_thesis"):
         c = _ceiling(doc, case)

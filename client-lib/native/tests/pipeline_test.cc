@@ -12,6 +12,7 @@
 #include <string>
 
 #include "pipeline.h"
+#include "tests/reply_builder.h"
 #include "wire.h"
 
 namespace exo::client {
@@ -24,20 +25,7 @@ using Node = std::function<std::vector<Reply>(const wire::FrameView& req, int nt
 
 Reply reply_to(const wire::FrameView& req, uint8_t status, std::string value = "", uint32_t client_id = 0,
                uint8_t flags = 0) {
-  Reply p(wire::kHdrLen + req.key.size() + value.size());
-  auto* h = reinterpret_cast<wire::ExoHeader*>(p.data());
-  h->magic.set(wire::kMagic);
-  h->version = wire::kVersion;
-  h->opcode = req.opcode | wire::kReplyBit;
-  h->status = status;
-  h->flags = flags;
-  h->key_len.set(static_cast<uint16_t>(req.key.size()));
-  h->value_len.set(static_cast<uint32_t>(value.size()));
-  h->client_id.set(client_id ? client_id : req.client_id);
-  h->seq.set(req.seq);
-  std::copy(req.key.begin(), req.key.end(), p.begin() + wire::kHdrLen);
-  std::copy(value.begin(), value.end(), p.begin() + wire::kHdrLen + req.key.size());
-  return p;
+  return testing::reply_payload(req, status, value, flags, client_id);
 }
 
 class FakeNet : public FrameIO {
