@@ -1,8 +1,9 @@
 """The Exoskeleton client: GET/SET/DELETE over raw Ethernet frames.
 
-The client keeps no cluster state: the key hash in the destination MAC is all the switch
-needs. Requests are pipelined (up to `window` in flight); each is resent with the same
-(client_id, seq) after `timeout` seconds, at most `retries` times. A db node applies a request
+The client keeps no cluster state: the key hash in the destination MAC (and its top 32 bits in
+the IPv4 destination, keyhash.request_ip) is all the switch needs. Requests are pipelined (up to
+`window` in flight); each is resent with the same (client_id, seq) after `timeout` seconds, at
+most `retries` times. A db node applies a request
 id at most once and answers a resend with the first outcome (docs/two-phase-commit.md).
 
 A BUSY reply means "not applied, try again later" (e.g. the cache node holding the key did not
@@ -10,156 +11,218 @@ answer the two-phase commit). The node remembers that outcome for the id, so a d
 the request can never be applied later; the client therefore retries under a *new* seq after a
 short backoff. So the outcome of a write is decided by its last id alone: a reply says applied
 (OK) or not (ERROR, BUSY); no reply to the last id leaves it unknown.
+
+Threads share a Client: the protocol is dispatch.py's Session; here is how threads wait. Every
+call owns its requests (a _Waiter). One thread at a time, the receiver, reads the socket and
+hands each reply to the call that sent it, waking that thread (a condition variable per call);
+the others wait for their replies or their next resend deadline. A receiver whose own call needs
+it no more passes the role to a waiting call. A thread alone never waits on a condition.
+
+transport="proxy" replaces all of that with proxy_transport.ProxySession: the same calls and
+Results through the host's exo-proxy (memcached text protocol), one connection per call in
+progress, no capability needed.
 """
 from __future__ import annotations
 
-import os
-import socket
+import threading
 import time
-from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterator, Optional
 
-from . import wire
-from .errors import DefinitelyFailed, KeyTooLong, ServerError, Timeout, UnknownOutcome, ValueTooLarge
+from . import dispatch, proxy_transport
+from .api import BaseClient
 from .rawio import RawIO
-
-OP_NAMES = {wire.OP_GET: "get", wire.OP_PUT: "put", wire.OP_DELETE: "delete"}
-STATUS_NAMES = {wire.ST_OK: "OK", wire.ST_NOT_FOUND: "NOT_FOUND", wire.ST_ERROR: "ERROR",
-                wire.ST_BAD_REQUEST: "BAD_REQUEST", wire.ST_BUSY: "BUSY"}
+from .request import Request, Result  # exoskeleton.client.Request: as before
 
 
-@dataclass(frozen=True)
-class Request:
-    op: int
-    key: bytes
-    value: bytes = b""
+class _Waiter:
+    """One execute()/stream() call on the pure-Python path: the owner of its Entries."""
+
+    __slots__ = ("entries", "ready", "cond")
+
+    def __init__(self):
+        self.entries: set = set()
+        self.ready: list[Result] = []
+        self.cond: Optional[threading.Condition] = None  # made the first time the call waits
+
+    # called by the Session with its lock held
+    def finished(self, e, res: Result) -> None:
+        self.entries.discard(e)
+        self.ready.append(res)
+        if self.cond is not None:
+            self.cond.notify()
+
+    def rescheduled(self, e) -> None:
+        if self.cond is not None:
+            self.cond.notify()
 
 
-@dataclass(frozen=True)
-class Result:
-    request: Request
-    status: Optional[int]  # None: no reply after every resend
-    value: bytes
-    flags: int
-    latency_s: float
-    attempts: int
+class ThreadSession(dispatch.Session):
+    """A Session shared by threads: `lock` guards it all; the receiver role and, on a client with
+    the native path, the gate between native calls (which read every reply themselves, so run
+    alone) and pure-Python ones (which dispatch replies to each other)."""
 
-    @property
-    def from_cache(self) -> bool:
-        return bool(self.flags & wire.FLAG_FROM_CACHE)
+    def __init__(self, io, client_id: Optional[int], udp_port: int):
+        super().__init__(io, client_id, udp_port)
+        self.receiving = False                # a thread is reading replies for everyone
+        self.waiters: list[_Waiter] = []      # calls blocked on their condition
+        self.native = None                    # the native Pipeline over io's sockets
+        self.gate = threading.Lock()          # held by a native call
+        self.py_active = 0                    # pure-Python calls under way (with native only)
 
-    @property
-    def outcome(self) -> str:
-        """"ok" (OK or NOT_FOUND), "unknown" (a write with no reply: maybe applied) or
-        "failed" (definitely no effect: a refused write, or any failed read)."""
-        if self.status in (wire.ST_OK, wire.ST_NOT_FOUND):
-            return "ok"
-        if self.status is None and self.request.op != wire.OP_GET:
-            return "unknown"
-        return "failed"
+    # ---- with the lock held ----
+    def wait(self, w: _Waiter, timeout: float) -> None:
+        if w.cond is None:
+            w.cond = threading.Condition(self.lock)
+        self.waiters.append(w)
+        try:
+            w.cond.wait(timeout)
+        finally:
+            self.waiters.remove(w)
+
+    def release_receiver(self) -> None:
+        self.receiving = False
+        if self.waiters:
+            self.waiters[0].cond.notify()  # it takes the role over (or finds it taken)
+
+    # ---- the native gate: a native call runs only when nothing else does ----
+    # A native call holds `gate`, then checks py_active; a pure-Python call counts itself in
+    # py_active, then waits for `gate`. Each does its first step before looking at the other's,
+    # so one of them always sees the other. Alone, a native call costs two lock operations.
+    def begin_native(self) -> bool:
+        if not self.gate.acquire(False):
+            return False  # another thread is in: go the pure-Python way beside it
+        if self.py_active:
+            self.gate.release()
+            return False
+        return True
+
+    def end_native(self) -> None:
+        self.gate.release()
+
+    def begin_py(self) -> None:
+        with self.lock:
+            self.py_active += 1
+        self.gate.acquire()  # wait out a native call under way
+        self.gate.release()
+
+    def end_py(self) -> None:
+        with self.lock:
+            self.py_active -= 1
 
 
-@dataclass
-class _InFlight:
-    request: Request
-    frame: bytes
-    first_sent: float
-    deadline: float
-    attempts: int
-    busy: int = 0              # BUSY replies so far (each retried under a new seq)
-    unsent: bool = False       # waiting out a BUSY backoff: send `frame` at `deadline`
+class Client(BaseClient):
+    """Talks to an Exoskeleton cluster through `iface` (needs CAP_NET_RAW), or, with
+    `transport="proxy"`, through the host's exo-proxy at `proxy=` (a unix socket path such as
+    "/run/exo-proxy.sock", or "127.0.0.1:11211", the default): no capability needed, same calls,
+    results and exceptions (proxy_transport.py). The proxy transport takes timeout, retries
+    (how long to wait for the proxy: timeout x (1 + retries) + 1 s), mtu, window and the
+    serializer hooks; iface, io, client_id, history and native=True are the raw transport's.
 
+    Thread-safe: threads may share one Client; each call gets its own replies (see the module
+    doc). Fork-safe: used in a forked child, it opens its own socket under a new client_id
+    (dispatch.py). For asyncio, AsyncClient (exoskeleton.aio) has the same calls as coroutines.
 
-class Client:
-    """Talks to an Exoskeleton cluster through `iface` (needs CAP_NET_RAW).
-
-    Not thread-safe: each call reads replies off the shared socket and drops those it did not
-    ask for, so two threads sharing a Client lose each other's replies. Use one per thread.
+    Keys are bytes or str (UTF-8). Values are bytes; `serializer(key, value) -> bytes` and
+    `deserializer(key, data) -> value` (pymemcache's hooks) store other objects.
 
     `history=History(), history_name="client0"`: record every operation for the linearizability
     checker. This only wraps `io` in exo_harness.recorder.RecordingIO (needs that package).
 
-    `native`: run execute() (and so get, set, delete, get_many) in the native hot path
-    (exoskeleton.native: C++, batched sendmmsg/recvmmsg, same rules as stream()). None (default):
-    when it is built and the client owns a real RawIO; False: never; True: required (raises
-    RuntimeError saying why when it cannot). A fake or recording I/O always uses this file's
-    pure-Python path, which stays the reference: both pass the same tests."""
+    `native`: run execute() (and so get, set, delete and the many-key calls) in the native hot
+    path (exoskeleton.native: C++, batched sendmmsg/recvmmsg, same rules as stream()). None
+    (default): when it is built and the client owns a real RawIO; False: never; True: required
+    (raises RuntimeError saying why when it cannot). A fake or recording I/O always uses the
+    pure-Python path, which stays the reference: both pass the same tests. A native call reads
+    every reply itself, so it runs only while no other thread is in the client; a call that
+    finds another one running takes the pure-Python path beside it.
 
-    def __init__(self, iface: str, *, timeout: float = 0.25, retries: int = 4, mtu: int = 1500,
-                 udp_port: int = 7777, service_ip: str = "10.0.0.254", window: int = 32,
-                 client_id: Optional[int] = None, io=None, history=None, history_name: str = "",
-                 native: Optional[bool] = None):
-        self.io = io if io is not None else RawIO(iface)  # io: tests pass a fake
+    `service_ip` is accepted (and checked to be an IPv4 address) so existing callers keep
+    working, but requests no longer use it: their IPv4 destination carries the key hash
+    (docs/wire-format.md)."""
+
+    def __init__(self, iface: Optional[str] = None, *, transport: str = "raw", proxy=None, timeout: float = 0.25,
+                 retries: int = 4, mtu: int = 1500, udp_port: int = 7777, service_ip: str = "10.0.0.254",
+                 window: int = 32, client_id: Optional[int] = None, io=None, history=None,
+                 history_name: str = "", native: Optional[bool] = None, serializer=None, deserializer=None):
+        if transport == "proxy" and (history is not None or native):
+            raise ValueError("history= and native=True are for transport='raw' (they work on raw frames); "
+                             "transport='proxy' leaves the frames to exo-proxy")
         if history is not None:
             # A convenience kept for existing callers: recording is a wrapper around the I/O
             # (exo_harness.recorder), not part of the client. Imported only here, so the client
             # library does not depend on the harness.
             from exo_harness.recorder import RecordingIO
-            self.io = RecordingIO(self.io, history, history_name)
-        self.timeout = timeout
-        self.retries = retries
-        self.max_kv = wire.max_kv_bytes(mtu)
-        self.udp_port = udp_port
-        self.service_ip = socket.inet_aton(service_ip)
-        self.window = window
-        self.client_id = client_id if client_id is not None else int.from_bytes(os.urandom(4), "big")
-        self._seq = 0
-        self.stats = {"sent": 0, "resent": 0, "replies": 0, "stray_replies": 0, "timeouts": 0,
-                      "busy_retries": 0}
-        self._native = self._native_pipeline(native)
+            io = RecordingIO(io if io is not None else RawIO(iface), history, history_name)
+        self._native_wanted = native
+        super().__init__(iface, timeout=timeout, retries=retries, mtu=mtu, udp_port=udp_port,
+                         service_ip=service_ip, window=window, client_id=client_id, io=io,
+                         serializer=serializer, deserializer=deserializer, transport=transport, proxy=proxy)
+
+    def _new_session(self, io, client_id: Optional[int]) -> ThreadSession:
+        return ThreadSession(io, client_id, self.udp_port)
+
+    def _new_proxy_session(self, address: proxy_transport.Address) -> proxy_transport.ProxySession:
+        return proxy_transport.ProxySession(address)
+
+    def _adopt(self, session) -> None:
+        if not session.proxied:
+            session.native = self._native_pipeline(session)
+        self._s = session
 
     @property
     def native(self) -> bool:
         """Whether execute() runs in the native hot path."""
-        return self._native is not None
+        return dispatch.current(self).native is not None
 
     def native_stats(self) -> Optional[dict]:
         """The native path's lifetime counters (those of self.stats plus send_calls and
         recv_calls, the system calls that carried them), or None on the pure-Python path."""
-        return None if self._native is None else self._native.stats()
+        s = dispatch.current(self)
+        return None if s.native is None else s.native.stats()
 
-    def _native_pipeline(self, wanted: Optional[bool]):
-        if wanted is False:
+    def _native_pipeline(self, s: ThreadSession):
+        if self._native_wanted is False:
             return None
         from . import native
         mod, why = native.load()
-        if mod is not None and type(self.io) is not RawIO:
+        if mod is not None and type(s.io) is not RawIO:
             why = "the client's I/O is not a plain RawIO (a fake, or recording a history)"
         if mod is None or why:
-            if wanted:
+            if self._native_wanted:
                 raise RuntimeError(f"native client path unavailable: {why}")
             return None
-        return mod.Pipeline(self.io.tx.fileno(), self.io.rx.fileno(), self.io.mac, self.io.ip, self.io.port,
-                            self.service_ip, self.udp_port, self.client_id)
+        return mod.Pipeline(s.io.tx.fileno(), s.io.rx.fileno(), s.io.mac, s.io.ip, s.io.port,
+                            self.service_ip, self.udp_port, s.client_id)
 
-    # ---- public API ----
-    def get(self, key: bytes, timeout: Optional[float] = None) -> Optional[bytes]:
-        """The value, or None if the key does not exist."""
-        r = self._one(Request(wire.OP_GET, key), timeout)
-        return r.value if r.status == wire.ST_OK else None
-
-    def set(self, key: bytes, value: bytes, timeout: Optional[float] = None) -> None:
-        self._one(Request(wire.OP_PUT, key, value), timeout)
-
-    def delete(self, key: bytes, timeout: Optional[float] = None) -> None:
-        self._one(Request(wire.OP_DELETE, key), timeout)
-
-    def get_many(self, keys: Iterable[bytes], timeout: Optional[float] = None) -> dict[bytes, Optional[bytes]]:
-        keys = list(keys)
-        results = self.execute([Request(wire.OP_GET, k) for k in keys], timeout=timeout)
-        lost = [r.request.key for r in results if r.status is None]
-        if lost:
-            raise Timeout(f"no reply for {len(lost)} of {len(keys)} keys", lost)
-        for r in results:
-            _raise_for_status(r)
-        return {r.request.key: (r.value if r.status == wire.ST_OK else None) for r in results}
+    # ---- running requests ----
+    def _run(self, timeout: Optional[float], plan, *args):
+        requests, finish = plan(*args)
+        return finish(self.execute(requests, timeout))
 
     def execute(self, requests: list[Request], timeout: Optional[float] = None) -> list[Result]:
         """Run requests pipelined; results in request order. Never raises Timeout (status None)."""
         for req in requests:
             self.check(req)
-        if self._native is not None:
-            return self._execute_native(requests, self.timeout if timeout is None else timeout)
+        return self._execute(dispatch.current(self), requests, self.timeout if timeout is None else timeout)
+
+    def stream(self, requests: Iterator[Request], on_result: Callable[[Result], None],
+               timeout: Optional[float] = None, stop_at: Optional[float] = None) -> None:
+        """Keep up to `window` requests in flight until `requests` is exhausted (or the
+        monotonic time `stop_at` passes), calling on_result for each finished request."""
+        s = dispatch.current(self)
+        timeout = self.timeout if timeout is None else timeout
+        if s.native is not None or s.proxied:
+            return self._stream_chunks(s, requests, on_result, timeout, stop_at)
+        self._run_py(s, requests, on_result, timeout, stop_at)
+
+    def _execute(self, s: ThreadSession, requests: list[Request], timeout: float) -> list[Result]:
+        if s.proxied:
+            return s.execute(requests, timeout, self.retries, self.window)
+        if s.native is not None and s.begin_native():
+            try:
+                return self._execute_native(s, requests, timeout)
+            finally:
+                s.end_native()
         out: list[Optional[Result]] = [None] * len(requests)
         # Positions per request object: the same (frozen) Request may be listed twice.
         slots: dict[int, list[int]] = {}
@@ -170,67 +233,66 @@ class Client:
             pending = slots[id(res.request)]
             out[next(i for i in pending if out[i] is None)] = res
 
-        self.stream(iter(requests), collect, timeout=timeout)
+        self._run_py(s, iter(requests), collect, timeout, None)
         return out  # type: ignore[return-value]
 
-    def stream(self, requests: Iterator[Request], on_result: Callable[[Result], None],
-               timeout: Optional[float] = None, stop_at: Optional[float] = None) -> None:
-        """Keep up to `window` requests in flight until `requests` is exhausted (or the
-        monotonic time `stop_at` passes), calling on_result for each finished request."""
-        timeout = self.timeout if timeout is None else timeout
-        if self._native is not None:
-            return self._stream_native(requests, on_result, timeout, stop_at)
-        inflight: dict[int, _InFlight] = {}
-        exhausted = False
-        while True:
-            now = time.monotonic()
-            while not exhausted and len(inflight) < self.window and (stop_at is None or now < stop_at):
-                req = next(requests, None)
-                if req is None:
-                    exhausted = True
-                    break
-                self.check(req)
-                seq = self._next_seq()
-                frame = self._frame(req, seq)
-                self.io.send(frame)
-                self.stats["sent"] += 1
-                inflight[seq] = _InFlight(req, frame, now, now + timeout, 1)
-            if not inflight and (exhausted or (stop_at is not None and now >= stop_at)):
-                return
-            next_deadline = min(f.deadline for f in inflight.values())
-            data = self.io.recv(next_deadline - time.monotonic())
-            if data is not None:
-                self._on_reply(data, inflight, on_result, timeout)
-            now = time.monotonic()
-            for seq, f in list(inflight.items()):
-                if f.deadline > now:
+    def _run_py(self, s: ThreadSession, requests: Iterator[Request], on_result: Callable[[Result], None],
+                timeout: float, stop_at: Optional[float]) -> None:
+        """The pure-Python path: this call's requests through the shared Session."""
+        gated = s.native is not None
+        if gated:
+            s.begin_py()
+        w = _Waiter()
+        receiver = exhausted = False
+        try:
+            while True:
+                new = []  # pulled and checked outside the lock (the iterator is the caller's code)
+                stopped = stop_at is not None and time.monotonic() >= stop_at
+                while not (exhausted or stopped) and len(w.entries) + len(new) < self.window:
+                    req = next(requests, None)
+                    if req is None:
+                        exhausted = True
+                    else:
+                        self.check(req)
+                        new.append(req)
+                with s.lock:
+                    now = time.monotonic()
+                    for req in new:
+                        w.entries.add(s.start(req, w, timeout, self.retries, now))
+                    for e in [e for e in w.entries if e.deadline <= now]:
+                        s.expire(e, now)
+                    done, w.ready = w.ready, []
+                    if done or not w.entries:
+                        if receiver:
+                            receiver = False
+                            s.release_receiver()
+                        if not done:
+                            return  # nothing in flight, nothing more to send
+                    else:
+                        wait = min(e.deadline for e in w.entries) - now
+                        if not receiver and s.receiving:
+                            if wait > 0:
+                                s.wait(w, wait)
+                            continue
+                        receiver = s.receiving = True
+                for res in done:  # outside the lock: the callback is the caller's code
+                    on_result(res)
+                if done:
                     continue
-                if f.unsent:  # BUSY backoff over: first send under the new seq
-                    self.io.send(f.frame)
-                    self.stats["sent"] += 1
-                    f.unsent = False
-                    f.attempts += 1
-                    f.deadline = now + timeout
-                elif f.attempts > self.retries:
-                    del inflight[seq]
-                    self.stats["timeouts"] += 1
-                    on_result(Result(f.request, None, b"", 0, now - f.first_sent, f.attempts))
-                else:
-                    self.io.send(f.frame)  # same (client_id, seq): the node sees a resend
-                    self.stats["resent"] += 1
-                    f.attempts += 1
-                    f.deadline = now + timeout
-
-    def check(self, req: Request) -> None:
-        if not 1 <= len(req.key) <= wire.MAX_KEY_LEN:
-            raise KeyTooLong(f"key is {len(req.key)} bytes; keys are 1..{wire.MAX_KEY_LEN} bytes")
-        reply_value = len(req.value) if req.op == wire.OP_PUT else 0
-        if len(req.key) + reply_value > self.max_kv:
-            raise ValueTooLarge(f"key + value is {len(req.key) + reply_value} bytes; at this MTU "
-                                f"at most {self.max_kv} fit one frame")
+                data = s.io.recv(wait)
+                if data is not None:
+                    with s.lock:
+                        s.on_data(data, time.monotonic())
+        finally:
+            with s.lock:
+                if receiver:
+                    s.release_receiver()
+                s.abandon(w.entries)
+            if gated:
+                s.end_py()
 
     def close(self) -> None:
-        self.io.close()
+        self._s.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -238,14 +300,15 @@ class Client:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # ---- internals ----
-    # stream() on the native path hands the requests over in chunks of this many windows: each
+    # ---- the native path ----
+    # stream() on the native path (and over exo-proxy) hands the requests over in chunks of this
+    # many windows: each
     # chunk ends when its slowest request does, so a chunk of 8 windows keeps the pipe full for
     # all but the last window's worth of its requests.
     NATIVE_CHUNK_WINDOWS = 8
 
-    def _stream_native(self, requests: Iterator[Request], on_result: Callable[[Result], None], timeout: float,
-                       stop_at: Optional[float]) -> None:
+    def _stream_chunks(self, s: ThreadSession, requests: Iterator[Request], on_result: Callable[[Result], None],
+                       timeout: float, stop_at: Optional[float]) -> None:
         chunk = self.window * self.NATIVE_CHUNK_WINDOWS
         while stop_at is None or time.monotonic() < stop_at:
             batch = []
@@ -256,72 +319,14 @@ class Client:
                     break
             if not batch:
                 return
-            for res in self._execute_native(batch, timeout):
+            for res in self._execute(s, batch, timeout):
                 on_result(res)
 
-    def _execute_native(self, requests: list[Request], timeout: float) -> list[Result]:
-        before = self._native.stats()
-        raw, self._seq = self._native.execute([(r.op, r.key, r.value) for r in requests], timeout, self.retries,
-                                              self.window, self._seq)
-        after = self._native.stats()
-        for k in self.stats:
-            self.stats[k] += after[k] - before[k]
+    def _execute_native(self, s: ThreadSession, requests: list[Request], timeout: float) -> list[Result]:
+        before = s.native.stats()
+        raw, s.seq = s.native.execute([(r.op, r.key, r.value) for r in requests], timeout, self.retries,
+                                      self.window, s.seq)
+        after = s.native.stats()
+        for k in s.stats:
+            s.stats[k] += after[k] - before[k]
         return [Result(req, st, val, flags, lat, att) for req, (st, val, flags, lat, att) in zip(requests, raw)]
-
-    def _one(self, req: Request, timeout: Optional[float]) -> Result:
-        res = self.execute([req], timeout=timeout)[0]
-        if res.status is None and req.op == wire.OP_GET:
-            raise Timeout(f"GET of {req.key!r}: no reply after {res.attempts} attempts", [req.key])
-        if res.status is None:
-            raise UnknownOutcome(f"{OP_NAMES[req.op].upper()} of {req.key!r}: no reply after "
-                                 f"{res.attempts} attempts; outcome unknown (it may have been applied)",
-                                 [req.key])
-        _raise_for_status(res)
-        return res
-
-    def _next_seq(self) -> int:
-        self._seq = (self._seq + 1) & 0xFFFFFFFF
-        return self._seq
-
-    def _frame(self, req: Request, seq: int) -> bytes:
-        msg = wire.Message(req.op, 0, 0, self.client_id, seq, req.key, req.value)
-        # The IPv4 destination carries the key hash's top 32 bits (keyhash.request_ip), which
-        # the switch's Ruleset 2 matches; `service_ip` is accepted but no longer sent.
-        return wire.encode_frame(wire.request_dst_mac(req.op, req.key), self.io.mac, self.io.ip,
-                                 wire.request_dst_ip(req.key), self.io.port, self.udp_port, msg)
-
-    def _on_reply(self, data: bytes, inflight: dict[int, _InFlight],
-                  on_result: Callable[[Result], None], timeout: float) -> None:
-        try:
-            msg = wire.decode_payload(data)
-        except wire.MalformedFrame:
-            self.stats["stray_replies"] += 1
-            return
-        f = inflight.get(msg.seq)
-        if msg.client_id != self.client_id or not msg.is_reply or f is None or msg.key != f.request.key:
-            self.stats["stray_replies"] += 1  # e.g. the second answer to a resent request
-            return
-        del inflight[msg.seq]
-        self.stats["replies"] += 1
-        if msg.status == wire.ST_BUSY and f.attempts <= self.retries:
-            # Not applied, and the node will not apply this id later: retry under a new id.
-            f.busy += 1
-            seq = self._next_seq()
-            f.frame = self._frame(f.request, seq)
-            f.unsent = True
-            f.deadline = time.monotonic() + min(timeout, 0.02 * (1 << min(f.busy, 6)))
-            inflight[seq] = f
-            self.stats["busy_retries"] += 1
-            return
-        on_result(Result(f.request, msg.status, msg.value, msg.flags,
-                         time.monotonic() - f.first_sent, f.attempts))
-
-
-def _raise_for_status(res: Result) -> None:
-    if res.status in (wire.ST_OK, wire.ST_NOT_FOUND):
-        return
-    name = STATUS_NAMES.get(res.status, str(res.status))
-    if res.request.op == wire.OP_GET:
-        raise ServerError(f"{name} for GET of {res.request.key!r}", res.status, res.request.key)
-    raise DefinitelyFailed(f"{name} for {OP_NAMES[res.request.op].upper()} of {res.request.key!r}: "
-                           f"not applied (definitely failed)", res.status, res.request.key)

@@ -39,6 +39,22 @@ class UnknownOutcome(Timeout):
     outcome = "unknown"
 
 
+class PartialResult(Timeout):
+    """get_many could not read some keys: no reply after every resend, or an error status.
+    `values` holds what it did read ({key: value, or None for not found}); `failed_keys` (also
+    `keys`) the keys it could not read; `errors` {key: the Timeout or ServerError get() would
+    have raised}. A read changes nothing: the outcome is "failed" for those keys alone."""
+
+    def __init__(self, message: str, values: dict, errors: dict):
+        super().__init__(message, list(errors))
+        self.values = values
+        self.errors = errors
+
+    @property
+    def failed_keys(self) -> list:
+        return list(self.errors)
+
+
 class ServerError(ExoError):
     """A node answered with an error status (see `status`). Db nodes answer ERROR and BUSY only
     for writes they did not apply, so this is a definite failure."""

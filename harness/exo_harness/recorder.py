@@ -93,6 +93,11 @@ class RecordingIO:
     def close(self) -> None:
         self.io.close()
 
+    def reopen(self) -> "RecordingIO":
+        """For a client used in a forked child: the wrapped I/O reopened, still recorded (into
+        the child's copy of the history)."""
+        return RecordingIO(self.io.reopen(), self.history, self.name)
+
     # ---- bookkeeping (never raises on bad frames: it only watches) ----
     def _on_send(self, frame: bytes) -> None:
         try:

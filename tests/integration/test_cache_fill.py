@@ -168,7 +168,7 @@ def test_cache_fills_itself_and_follows_a_hot_set_swap(fill_cluster):
             for _ in range(5):
                 tick("after")
             checker.stop.set()
-            checker.join(timeout=10)  # the Client is not thread-safe: one user at a time
+            checker.join(timeout=10)  # its reads done before the final ones below
             served = c.execute([Request(wire.OP_GET, k) for k in new_hot], timeout=2.0)
         finally:
             checker.stop.set()

@@ -81,3 +81,17 @@ def test_conformance_suites_fail_only_on_documented_limits(proxied, tmp_path):
         unexplained = [f for f in s["failures"] if f["reason"].startswith("unexplained")]
         assert not unexplained, f"{name}: {unexplained[:5]}"
     assert suites["php-memcached"]["failed"] == 0 and suites["php-memcached"]["passed"] == 4
+
+
+def test_python_client_through_the_proxy(proxied):
+    """transport="proxy": the same Client API over exo-proxy's unix socket (no raw socket, so a
+    web worker needs no capability), against the real proxy and cluster."""
+    from exoskeleton import Client
+    with Client(transport="proxy", proxy="/tmp/exo/test/proxy/proxy.sock") as c:
+        assert c.set("exo:p1", b"one") is not False
+        c.set_many({"exo:p2": b"two", "exo:p 3": b"three"})  # a key with a space goes as base64 (mg/ms b)
+        assert c.get_many(["exo:p1", "exo:p2", "exo:p 3", "exo:none"]) == {
+            "exo:p1": b"one", "exo:p2": b"two", "exo:p 3": b"three", "exo:none": None}
+        assert c.delete("exo:p1") is True
+        assert c.delete("exo:p1") is False  # the db node reports NOT_FOUND
+        assert c.get("exo:p1") is None

@@ -1,7 +1,10 @@
-"""Shared fixtures for controller/config tests: a small valid cluster config as a dict."""
+"""Shared fixtures: for controller/config tests a small valid cluster config as a dict; for the
+client tests `make` (client_fakes.py)."""
 import copy
 
 import pytest
+
+from client_fakes import make  # noqa: F401  (the client tests' `make` fixture, client_fakes.py)
 
 _CLUSTER = {
     "cluster": {"name": "t"},

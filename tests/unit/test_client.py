@@ -2,77 +2,15 @@
 are ignored, statuses map to named exceptions. Every test runs three ways (the `make` fixture):
 the pure-Python path over a fake I/O, the pure-Python path over a real RawIO on the loopback
 interface, and the native path (exoskeleton.native) over the same; the last two answer through
-tests/unit/loopback_node.py and need root and, for native, `make build`."""
-import os
+tests/unit/loopback_node.py and need root and, for native, `make build` (client_fakes.py)."""
+import socket
 
 import pytest
 
-from exoskeleton import Client, KeyTooLong, ServerError, Timeout, ValueTooLarge, native, wire
+from exoskeleton import KeyTooLong, ServerError, Timeout, ValueTooLarge, wire
+from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, request_ip, request_mac
 
-from conftest_ci import missing_or_fail
-
-
-class FakeIO:
-    """Records sent frames; answers according to `behaviour(frame_msg, attempt) -> reply|None`."""
-
-    mac = bytes.fromhex("020000000301")
-    ip = bytes([10, 0, 3, 1])
-    port = 40000
-
-    def __init__(self, behaviour):
-        self.behaviour = behaviour
-        self.sent = []
-        self.queue = []
-
-    def send(self, frame):
-        f = wire.decode_frame(frame)
-        self.sent.append(f)
-        attempt = sum(1 for s in self.sent if s.msg.seq == f.msg.seq)
-        for reply in self.behaviour(f.msg, attempt) or []:
-            self.queue.append(wire.encode_payload(reply))
-
-    def recv(self, timeout):
-        return self.queue.pop(0) if self.queue else None
-
-    def close(self):
-        pass
-
-
-def reply_to(msg, status=wire.ST_OK, value=b"", flags=0, **kw):
-    return wire.Message(msg.opcode | wire.OP_REPLY, status, flags, kw.get("client_id", msg.client_id),
-                        kw.get("seq", msg.seq), kw.get("key", msg.key), value)
-
-
-TRANSPORTS = ("fake", "raw-pure", "raw-native")
-
-
-@pytest.fixture(params=TRANSPORTS)
-def make(request):
-    """make(behaviour, **client_kw) -> Client; `c.sent_frames` lists the frames the node got."""
-    made = []
-
-    def build(behaviour, **kw):
-        if request.param == "fake":
-            c = Client("fake0", io=FakeIO(behaviour), timeout=0.01, retries=2, **kw)
-            c.sent_frames = c.io.sent
-            made.append(c)
-            return c
-        if os.geteuid() != 0:
-            missing_or_fail("raw sockets on lo need root")
-        if request.param == "raw-native" and native.load()[0] is None:
-            missing_or_fail(native.load()[1])
-        from loopback_node import LoopbackNode
-        # 50 ms, not the fake's 10: a real reply crosses two sockets and a thread
-        c = Client("lo", timeout=0.05, retries=2, native=request.param == "raw-native", **kw)
-        node = LoopbackNode(behaviour, c.io.port)
-        c.sent_frames = node.sent
-        made.append(c)
-        made.append(node)
-        return c
-
-    yield build
-    for m in made:
-        m.close()
+from client_fakes import reply_to
 
 
 def test_key_too_long_and_empty_refused_before_sending(make):
@@ -104,6 +42,25 @@ def test_get_found_not_found(make):
     assert c.get(b"a") == b"1"
     assert c.get(b"b") is None
     assert c.get_many([b"a", b"b"]) == {b"a": b"1", b"b": None}
+
+
+def test_requests_carry_the_key_hash_in_mac_and_ip_dst(make):
+    """Every request's IPv4 dst is keyhash.request_ip of its key's hash (not service_ip, which
+    is accepted and unused); its dst MAC carries the whole hash under the op's prefix."""
+    c = make(lambda m, a: [reply_to(m)], service_ip="10.9.9.9")
+    c.set(b"k1", b"v")
+    c.get(b"k2")
+    c.delete(b"k3")
+    c.get_many([b"user:%d" % i for i in range(20)])
+    assert len(c.sent_frames) == 23
+    for f in c.sent_frames:
+        h = key_hash(f.msg.key)
+        assert f.ip_dst == request_ip(h) == (h >> 8).to_bytes(4, "big"), f.msg.key
+        assert f.ip_dst != socket.inet_aton("10.9.9.9")
+        prefix = PREFIX_GET if f.msg.opcode == wire.OP_GET else PREFIX_OTHER
+        assert f.eth_dst == request_mac(prefix, h)
+        assert f.udp_dst == 7777 and f.ip_src == c.io.ip  # decode_frame checked the IPv4 checksum
+    assert len({f.ip_dst for f in c.sent_frames}) == 23
 
 
 def test_resend_keeps_request_id_and_succeeds(make):
