@@ -29,6 +29,10 @@ def request_mac(prefix: int, khash: int) -> bytes:
     return bytes([prefix]) + (khash & HASH_MASK).to_bytes(5, "big")
 
 
+# A request's IPv4 destination is the hash shifted right by this: its top 32 bits.
+REQUEST_IP_SHIFT = HASH_BITS - 32
+
+
 def request_ip(khash: int) -> bytes:
     """IPv4 destination of a request (4 bytes, network order): the top 32 bits of the 40-bit
     hash, so the IPv4 dst carries the hash too. Open vSwitch's classifier can wildcard IPv4
@@ -36,7 +40,7 @@ def request_ip(khash: int) -> bytes:
     hot-key rules matching this as an IPv4 /32, a GET that misses the cache costs OVS one
     datapath flow per ~2^14 keys instead of one per key (docs/wire-format.md). Nodes ignore it;
     replies go to the requester's IP. C++ twin: exo::request_ip in common/cpp/keyhash.h."""
-    return ((khash & HASH_MASK) >> 8).to_bytes(4, "big")
+    return ((khash & HASH_MASK) >> REQUEST_IP_SHIFT).to_bytes(4, "big")
 
 
 def mac_str(mac: bytes) -> str:

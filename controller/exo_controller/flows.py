@@ -27,6 +27,7 @@ from typing import Iterable, Optional
 
 # The key-hash width and request prefixes are defined once, in exoskeleton.keyhash.
 from exoskeleton.keyhash import HASH_BITS, HASH_MASK, PREFIX_BOTH_MASK, PREFIX_GET, PREFIX_OTHER  # noqa: F401
+from exoskeleton.keyhash import REQUEST_IP_SHIFT as IP_SHIFT
 
 MAC_MASK = (1 << 48) - 1
 
@@ -34,7 +35,6 @@ MAC_MASK = (1 << 48) - 1
 # rule book's unit is the hash with its low IP_SHIFT bits cleared: two cached keys whose hashes
 # differ only there share one rule (refcounted like any shared hash), and a non-cached key that
 # shares a rule goes to the cache node, which forwards it to its db node (a miss, still correct).
-IP_SHIFT = HASH_BITS - 32
 RULE_HASH_MASK = HASH_MASK & ~((1 << IP_SHIFT) - 1)
 ETH_TYPE_IPV4 = 0x0800
 GET_PREFIX_MASK = 0xFF << HASH_BITS  # eth_dst mask: the prefix byte only (exactly 0xAA)

@@ -70,11 +70,11 @@ def cluster_lines(layout: str, client_mac: str, srv_mac: str, hot_hashes: Iterab
 def load_cluster(bridge: str, client_mac: str, srv_mac: str, hot_keys: Iterable[bytes],
                  layout: str = "exo") -> int:
     """Load a cluster layout; for "exo" also the table settings the cluster's switch gets
-    (exo_topo.ovs.set_flow_limit: ip_dst prefix tries)."""
+    (exo_topo.ovs.configure_table0: flow limit, ip_dst prefix tries)."""
     lines = cluster_lines(layout, client_mac, srv_mac, [key_hash(k) for k in hot_keys])
     if layout == "exo":
         from exo_topo import ovs
-        ovs.set_flow_limit(bridge, len(lines) + 16)
+        ovs.configure_table0(bridge, len(lines) + 16)
     with tempfile.NamedTemporaryFile("w", suffix=".flows") as f:
         f.write("\n".join(lines) + "\n")
         f.flush()

@@ -10,12 +10,13 @@ from exo_common.config import parse_config
 from exo_controller.flows import (ADD, DELETE, DELETE_STRICT, CacheRule, CacheRuleBook, FlowMod, mac_to_int,
                                   ruleset_of_cookie)
 from exo_common.partitions import slot_of
+from exoskeleton import keyhash
 from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, request_mac
 
 
 def request_ip(h):
-    """The IPv4 destination a client puts on a request for hash h (docs/wire-format.md)."""
-    return (h & ((1 << 40) - 1)) >> flows.IP_SHIFT
+    """The IPv4 destination a client puts on a request for hash h, as an int (keyhash.request_ip)."""
+    return int.from_bytes(keyhash.request_ip(h), "big")
 
 
 class FakeFlowTable:

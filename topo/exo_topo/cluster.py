@@ -103,7 +103,7 @@ class EmulatedCluster:
             autoSetMacs=False, autoStaticArp=True, waitConnected=False)
         self.net.start()
         # Table 0 holds the static rules plus C cache rules, like a hardware switch's L2 table.
-        ovs.set_flow_limit(self.cfg.switch.bridge, table_flow_limit(self.cfg))
+        ovs.configure_table0(self.cfg.switch.bridge, table_flow_limit(self.cfg))
         self._set_mtu()
         self._wait_for(self._switch_ready, "switch connected with Rulesets 1 and 3")
         for node in self.cfg.db_nodes:

@@ -10,8 +10,8 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from exo_controller.flows import IP_SHIFT
 from exoskeleton.keyhash import HASH_MASK, PREFIX_GET, key_hash, request_ip, request_mac
+from exoskeleton.keyhash import REQUEST_IP_SHIFT as IP_SHIFT
 
 
 @dataclass(frozen=True)

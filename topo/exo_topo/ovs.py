@@ -38,7 +38,7 @@ def delete_bridge(name: str) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def set_flow_limit(bridge: str, limit: int) -> None:
+def configure_table0(bridge: str, limit: int) -> None:
     """Make table 0 as small as a hardware switch's: the (limit+1)th flow is refused with an
     OpenFlow table-full error (overflow_policy=refuse) instead of OVS's default eviction-free
     growth. Also track ip_dst in the table's prefix tries (`prefixes`), which lets OVS wildcard
