@@ -232,7 +232,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                 try:
                     waiter = self._send_mods_and_barrier(dp, batch.mods, self.updater.ruleset2_kinds(batch))
                 except Exception:
-                    self.updater.batch_failed(batch)
+                    self.updater.batch_failed(batch, self.clock())
                     self._journal_size()
                     raise
                 self.updater.mark_sent(batch, self.clock())
@@ -297,11 +297,11 @@ class ExoControllerApp(app_manager.OSKenApp):
                 LOG.error("switch dpid %#x: %d flow-mods not confirmed (%s); will resend", self.dpid,
                           len(batch), why)
                 self._count("batches_failed")
-            self.updater.batch_failed(batch)
+            self.updater.batch_failed(batch, self.clock())
             return
         for i, why in sorted(waiter.mod_errors.items()):
             LOG.error("switch refused %s: %s", batch.mods[i], why)
-        self.updater.batch_done(batch, waiter.mod_errors)
+        self.updater.batch_done(batch, waiter.mod_errors, self.clock())
         self._check_programmed(dp)
 
     def _journal_size(self) -> None:

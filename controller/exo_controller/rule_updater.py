@@ -25,12 +25,18 @@ Choices worth knowing:
 * Rate: a sliding window (at most floor(R), at least 1, sends in any half-open 1 s window) is the
   hard guarantee; a token bucket with a burst of max(1, R/10) paces it, so a backlog leaves as a
   steady stream of small batches instead of R flow-mods at the start of every second. What must
-  hold is the switch's view, so a send counts from when the app has handed the whole batch to the
-  connection (mark_sent, not the earlier decision time) and stays in the window for 1 s plus
-  SEND_GUARD_S: the flow-mods' way to the switch (os-ken's send thread, TCP, the switch's read)
-  takes a few ms and varies (delay_ms_* in exo_topo.switch_audit), and without the guard a
-  flow-mod delayed on the way and one sent 1 s after it without delay arrive less than 1 s
-  apart, so the switch would count R + 1. Cost: a backlog drains at R / (1 + SEND_GUARD_S).
+  hold is the switch's view, and a flow-mod reaches the switch some time between the decision to
+  send it (next_batch's `now`) and its barrier reply (batch_done's `now`), after a delay that
+  varies with load (os-ken's send thread, TCP, the switch's read: delay_ms_* in
+  exo_topo.switch_audit; 31 ms was seen in `make demo` on 2 busy cores). So a flow-mod stays in
+  the window until 1 s after its barrier reply. That is exact, not a guess: only one batch is in
+  flight, so when a batch is decided every earlier one is confirmed; a flow-mod confirmed more
+  than 1 s before the new batch was decided reached the switch more than 1 s before anything of
+  the new batch can, and every one that could share a 1 s switch-side window with the new batch
+  is counted. Cost: a backlog drains at R / (1 + barrier round trip). Callers that do not pass the
+  barrier time (unit tests of other parts) get the older rule, hand-over time + SEND_GUARD_S. A
+  batch whose barrier timed out counts until 1 s + SEND_GUARD_S after the timeout (its flow-mods
+  may still be on the way; a disconnect drops them).
 * A switch refusal of an add (OFPFMFC_TABLE_FULL from OVS flow_limit, like a full hardware table)
   drops that hash from the desired book, otherwise it would be retried forever; any waiter is told.
 * Withdrawal of a cache node declared DOWN (liveness.py): `withdraw(node)` drops all its
@@ -75,7 +81,8 @@ FAULT_NO_RATE_LIMIT = "no-rate-limit"
 FAULTS = (FAULT_NO_RATE_LIMIT,)
 _UNLIMITED_BATCH = 10_000
 
-# How much longer than 1 s a send stays in the rate window (module docstring, "Rate").
+# How much longer than 1 s a send stays in the rate window when its barrier time is not known
+# (module docstring, "Rate"): a batch that timed out, or a caller that does not pass `now`.
 SEND_GUARD_S = 0.02
 
 
@@ -154,7 +161,9 @@ class RuleUpdater:
         self.connected = False
         self._tickets: "weakref.WeakSet[Ticket]" = weakref.WeakSet()
         # rate limiter
-        self._sends: deque[float] = deque()                # send times within the last 1 s + guard
+        # When each flow-mod of the last second leaves the rate window (module docstring, "Rate"),
+        # in order: the decision time + window_s until its barrier reply sets it to reply + 1 s.
+        self._sends: deque[float] = deque()
         self.window_s = 1.0 + SEND_GUARD_S
         self._tokens = self.burst
         self._tokens_at: Optional[float] = None
@@ -428,7 +437,7 @@ class RuleUpdater:
         if self._tokens_at is not None:
             self._tokens = min(self.burst, self._tokens + (now - self._tokens_at) * self.rate)
         self._tokens_at = now
-        while self._sends and self._sends[0] + self.window_s <= now:
+        while self._sends and self._sends[0] <= now:
             self._sends.popleft()
 
     def budget(self, now: float) -> int:
@@ -439,19 +448,25 @@ class RuleUpdater:
 
     def _sent(self, now: float, n: int) -> None:
         self._tokens -= n
-        self._sends.extend([now] * n)
+        self._sends.extend([now + self.window_s] * n)
         self.flow_mods_sent += n
         self.max_per_s = max(self.max_per_s, len(self._sends))
 
     def mark_sent(self, batch: Batch, now: float) -> None:
-        """The app finished handing `batch` to the switch connection at `now`: its flow-mods count
-        in the rate window from then on (they were entered at next_batch's earlier `now`)."""
+        """The app finished handing `batch` to the switch connection at `now`: until its barrier
+        reply says when it was in, its flow-mods count from then on (they were entered at
+        next_batch's earlier `now`)."""
         if batch is not self._batch or not batch.mods:
             return
-        n = min(len(batch), len(self._sends))  # the newest entries: one batch in flight at a time
+        self._restamp(len(batch), now + self.window_s)
+
+    def _restamp(self, n: int, leaves_at: float) -> None:
+        """The newest n window entries (the batch in flight: one at a time) leave at `leaves_at`.
+        Entries stay sorted: every earlier batch was confirmed before this one was decided."""
+        n = min(n, len(self._sends))
         for _ in range(n):
             self._sends.pop()
-        self._sends.extend([now] * n)
+        self._sends.extend([leaves_at] * n)
 
     def _room(self) -> bool:
         return self.ruleset2_may_hold < self.capacity
@@ -490,7 +505,7 @@ class RuleUpdater:
             t = max(t, now + (1 - self._tokens) / self.rate)
         excess = len(self._sends) - self.window_cap
         if excess >= 0:
-            t = max(t, self._sends[excess] + self.window_s)
+            t = max(t, self._sends[excess])
         return t
 
     # ------------------------------------------------------------------ Algorithm 1
@@ -551,11 +566,15 @@ class RuleUpdater:
         a static (flush, Ruleset 1, ARP, Ruleset 3). What the app's journal records."""
         return [None if it.kind == STATIC else it.kind for it in batch.items]
 
-    def batch_done(self, batch: Batch, errors: Optional[Mapping[int, str]] = None) -> None:
-        """The barrier after `batch` came back; errors maps a mod's index in the batch to the
-        switch's error text. A stale batch (from before a reconnect) is ignored."""
+    def batch_done(self, batch: Batch, errors: Optional[Mapping[int, str]] = None,
+                   now: Optional[float] = None) -> None:
+        """The barrier after `batch` came back at `now`; errors maps a mod's index in the batch to
+        the switch's error text. A stale batch (from before a reconnect) is ignored. With `now`,
+        the batch leaves the rate window exactly 1 s after it (module docstring, "Rate")."""
         if batch is not self._batch or batch.epoch != self._epoch:
             return
+        if now is not None:
+            self._restamp(len(batch), now + 1.0)
         errors = errors or {}
         self._batch = None
         self._new_inflight = 0
@@ -593,10 +612,13 @@ class RuleUpdater:
                     self._fail_tickets(h, f"switch refused delete: {why}")
             self._reconcile(h)
 
-    def batch_failed(self, batch: Batch) -> None:
-        """No barrier reply (timeout or disconnect): everything in the batch goes back."""
+    def batch_failed(self, batch: Batch, now: Optional[float] = None) -> None:
+        """No barrier reply (timeout or disconnect) by `now`: everything in the batch goes back.
+        Its flow-mods may still reach the switch, so they count until now + window_s."""
         if batch is not self._batch or batch.epoch != self._epoch:
             return
+        if now is not None:
+            self._restamp(len(batch), now + self.window_s)
         statics = [fm for fm, it in zip(batch.mods, batch.items) if it.kind == STATIC]
         self._abandon_batch()
         self._statics.extendleft(reversed(statics))

@@ -437,6 +437,45 @@ def test_a_batch_counts_from_when_it_was_handed_over():
     assert u.budget(11.3 + SEND_GUARD_S) == 4
 
 
+def _switch_side_peak(pass_barrier_time: bool, seed: int, rate: float = 50.0) -> int:
+    """Most flow-mods the switch receives in any 1 s window when each one arrives at a random time
+    between its decision and its barrier reply, with delays of up to 150 ms (31 ms was seen in
+    `make demo`). pass_barrier_time=False is the older rule (hand-over time + SEND_GUARD_S)."""
+    rng = random.Random(seed)
+    u = RuleUpdater(PORTS, 10_000, rate, [])
+    u.switch_connected()
+    u.add([CacheRule(h, "c1") for h in Hs(range(1, 2001))])
+    now, arrivals = 0.0, []
+    while u.has_work() and now < 30:
+        now = max(now, u.next_wakeup(now))
+        b = u.next_batch(now)
+        handed = now + rng.uniform(0, 0.002)
+        u.mark_sent(b, handed)
+        slow = rng.random() < 0.3  # a loaded send thread, now and then
+        delays = [rng.uniform(0, 0.15 if slow else 0.003) for _ in b.mods]
+        arrivals += [now + d for d in delays]
+        now = now + max(delays) + 0.001  # the barrier reply follows the batch
+        u.batch_done(b, {}, now if pass_barrier_time else None)
+    arrivals.sort()
+    j, peak = 0, 0
+    for i, t in enumerate(arrivals):  # half-open windows [t - 1, t]
+        while arrivals[j] <= t - 1.0:
+            j += 1
+        peak = max(peak, i - j + 1)
+    return peak
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_switch_never_sees_more_than_r_in_a_second_whatever_the_delay(seed):
+    assert _switch_side_peak(True, seed) <= 50
+
+
+def test_the_switch_side_check_catches_a_fixed_guard():
+    """The check above can fail: with the older fixed 20 ms guard, delays beyond it let the switch
+    see more than R in some second."""
+    assert max(_switch_side_peak(False, seed) for seed in range(5)) > 50
+
+
 def test_fault_no_rate_limit_sends_everything_at_once():
     """The known-bad controller of the switch-side audit's test: no rate limit, still within C."""
     sim = Sim(capacity=300, rate=50.0, statics=STATICS, connect=False)
