@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <map>
+#include <unordered_set>
 
 #include "grpc_channel.h"
 #include "lru_map.h"
@@ -148,9 +149,16 @@ RuleOutcome GrpcPeers::change_rules(const std::vector<KeyRate>& keys, bool add, 
   // and needed, or the keys would stay cached with no rule.
   const bool out_of_cluster = add && rep.rejected() == keys.size() &&
                               rep.error().find("out of the cluster") != std::string::npos;
-  if (rep.rejected() > 0)
-    return {std::string(what) + ": " + std::to_string(rep.rejected()) + " rejected: " + rep.error(),
-            !out_of_cluster};
+  if (rep.rejected() > 0) {
+    RuleOutcome out{std::string(what) + ": " + std::to_string(rep.rejected()) + " rejected: " + rep.error(),
+                    !out_of_cluster, {}, rep.rejected()};
+    if (add && rep.full_key_hashes_size() > 0) {
+      const std::unordered_set<uint64_t> full(rep.full_key_hashes().begin(), rep.full_key_hashes().end());
+      for (const auto& k : keys)
+        if (full.count(LruMap::hash_of(k.key))) out.full.push_back(k.key);
+    }
+    return out;
+  }
   // A waiting call can end (deadline) while some changes are still queued at the controller:
   // those count as neither accepted nor rejected. Not confirmed is not done.
   const auto settled = static_cast<size_t>(rep.accepted()) + rep.rejected();

@@ -28,6 +28,10 @@ struct FetchResult {
 struct RuleOutcome {
   std::string error;       // "" when every change was accepted (and confirmed, when waited for)
   bool delivered = false;  // the controller got the request (also when it rejected rules)
+  // Adds the controller turned down only because Ruleset 2 was full: it counted nothing for
+  // them, so they may (and should) be sent again once removals have made room.
+  Keys full;
+  size_t rejected = 0;  // rules the controller turned down (full ones included)
 };
 
 class Peers {

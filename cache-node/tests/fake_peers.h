@@ -35,6 +35,7 @@ struct FakePeers final : Peers {
   int fail_adds = 0;                  // the next N add_rules calls fail
   int fail_removes = 0;
   int reject_adds = 0;                // the next N add_rules calls reach the controller, rejected
+  int full_adds = 0;                  // the next N add_rules calls are turned down: Ruleset 2 full
   std::function<void(const Keys&)> during_fetch;
   std::function<void(const Keys&)> during_evict;
   std::vector<std::string> log;  // "fetch a b", "add a b", "remove a", "evict a"
@@ -86,7 +87,11 @@ struct FakePeers final : Peers {
     }
     if (reject_adds > 0) {
       --reject_adds;
-      return {"Controller.AddCacheRules: 1 rejected: Ruleset 2 is full", /*delivered=*/true};
+      return {"Controller.AddCacheRules: 1 rejected: unknown cache node", /*delivered=*/true, {}, ks.size()};
+    }
+    if (full_adds > 0) {
+      --full_adds;
+      return {"Controller.AddCacheRules: 1 rejected: Ruleset 2 is full", /*delivered=*/true, ks, ks.size()};
     }
     return {"", true};
   }

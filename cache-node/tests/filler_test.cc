@@ -322,6 +322,24 @@ TEST_F(FillerTest, AnAddTheControllerGotIsNotSentAgain) {
   round({{"b", 90}});
   round({{"b", 90}});
   EXPECT_EQ(peers_.adds.size(), 3u) << "delivered (even if rejected): not resent";
+  EXPECT_EQ(cp_.fill_rule_errors.load(), 2u);
+}
+
+TEST_F(FillerTest, AnAddTurnedDownBecauseRuleset2WasFullIsSentAgainUntilAccepted) {
+  // Not counted by the controller, so resending is safe; without it a hot key admitted while
+  // the rules were full stays cached with no rule, and its GETs never come here.
+  make(10);
+  peers_.full_adds = 2;
+  round({{"a", 100}});
+  round({{"a", 100}});
+  ASSERT_EQ(peers_.adds.size(), 2u) << "turned down as full: sent again next round";
+  round({{"a", 100}});
+  ASSERT_EQ(peers_.adds.size(), 3u);
+  EXPECT_EQ(peers_.adds.back().front().key, "a");
+  round({{"a", 100}});
+  EXPECT_EQ(peers_.adds.size(), 3u) << "accepted: not sent again";
+  EXPECT_EQ(cp_.fill_rules_deferred.load(), 2u);
+  EXPECT_EQ(cp_.fill_rule_errors.load(), 0u) << "a full table is back-pressure, not an error";
 }
 
 TEST_F(FillerTest, AKeyCachedByHandIsNotEvictedBeforeItsHitsAreMeasured) {

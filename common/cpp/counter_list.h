@@ -47,6 +47,7 @@
   X(fill_evicted, COUNTER, "keys the filler marked retiring")                                    \
   X(fill_fetch_failed, COUNTER, "keys the filler could not fetch (db node unreachable)")         \
   X(fill_rule_errors, COUNTER, "failed AddCacheRules/RemoveCacheRules calls of the filler/retirer") \
+  X(fill_rules_deferred, COUNTER, "rule adds the controller turned down because Ruleset 2 was full; sent again next round") \
   X(retired, COUNTER, "retiring entries erased after their rule was removed")                    \
   X(resets, COUNTER, "Reset() calls: every entry dropped after the controller had declared us dead")
 

@@ -87,6 +87,7 @@ class RulesOutcome:
     accepted: int
     rejected: int
     error: str = ""
+    full_key_hashes: list[int] = field(default_factory=list)  # of rejected: Ruleset 2 was full; may be resent
 
 
 class ExoControllerApp(app_manager.OSKenApp):
@@ -233,6 +234,8 @@ class ExoControllerApp(app_manager.OSKenApp):
                     waiter = self._send_mods_and_barrier(dp, batch.mods, self.updater.ruleset2_kinds(batch))
                 except Exception:
                     self.updater.batch_failed(batch, self.clock())
+                    if self.journal is not None:
+                        self.journal.abandoned()
                     self._journal_size()
                     raise
                 self.updater.mark_sent(batch, self.clock())
@@ -298,7 +301,11 @@ class ExoControllerApp(app_manager.OSKenApp):
                           len(batch), why)
                 self._count("batches_failed")
             self.updater.batch_failed(batch, self.clock())
+            if self.journal is not None:
+                self.journal.abandoned()
             return
+        if self.journal is not None:
+            self.journal.confirmed()
         for i, why in sorted(waiter.mod_errors.items()):
             LOG.error("switch refused %s: %s", batch.mods[i], why)
         self.updater.batch_done(batch, waiter.mod_errors, self.clock())
@@ -503,7 +510,7 @@ class ExoControllerApp(app_manager.OSKenApp):
         accepted, rejected = res.accepted - refused - unconfirmed, len(res.rejected) + refused
         self._count("cache_rules_accepted", accepted)
         self._count("cache_rules_rejected", rejected)
-        return RulesOutcome(accepted, rejected, "; ".join(errors))
+        return RulesOutcome(accepted, rejected, "; ".join(errors), [r.key_hash for r in res.full])
 
     def _count(self, name: str, n: int = 1) -> None:
         """Event counters are bumped from the os-ken thread, the sender and gRPC threads, and

@@ -256,6 +256,9 @@ class BookResult:
     flowmods: list[FlowMod] = field(default_factory=list)
     accepted: int = 0
     rejected: list[tuple[CacheRule, str]] = field(default_factory=list)
+    # Of `rejected`, the adds turned down only because the book was at capacity: a transient
+    # refusal (nothing counted), which the cache node may send again once it has made room.
+    full: list[CacheRule] = field(default_factory=list)
 
     @property
     def error(self) -> str:
@@ -349,6 +352,7 @@ class CacheRuleBook:
             if why is None and h not in self._refs and self._capacity is not None \
                     and len(self._refs) >= self._capacity:
                 why = f"Ruleset 2 is full ({self._capacity} rules, switch.cache_rule_capacity)"
+                res.full.append(rule)
             if why:
                 res.rejected.append((rule, why))
                 continue

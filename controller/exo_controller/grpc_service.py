@@ -41,7 +41,8 @@ class ControllerServicer(control_pb2_grpc.ControllerServicer):
             out = method(rules, wait=not request.no_wait, timeout=timeout, **kw)
         except SwitchError as err:
             return control_pb2.CacheRulesReply(accepted=0, rejected=len(rules), error=str(err))
-        return control_pb2.CacheRulesReply(accepted=out.accepted, rejected=out.rejected, error=out.error)
+        return control_pb2.CacheRulesReply(accepted=out.accepted, rejected=out.rejected, error=out.error,
+                                           full_key_hashes=out.full_key_hashes)
 
     def AddCacheRules(self, request, context):
         return self._update(self.app.add_cache_rules, request, context, loads=[r.load for r in request.rules])

@@ -4,6 +4,12 @@ OpenFlow xid) and every change of the most rules the switch may hold. One JSON o
     {"t": 1764000000.123456, "start": {"rule_update_rate": 50.0, "cache_rule_capacity": 4096, "fault": null, "pid": 1}}
     {"t": 1764000001.234567, "xid": 4097, "op": "add", "hash": 123456, "port": 1}
     {"t": 1764000001.234602, "ruleset2": 12}
+    {"t": 1764000001.236001, "confirmed": [4097]}
+
+`confirmed` lists the Ruleset 2 flow-mods that the barrier reply just received covers: the switch
+processed each of them before that time (OpenFlow: a switch answers a barrier only after every
+message before it). The switch-side audit uses it as an upper bound on when the switch had each
+flow-mod, because ovs-ofctl's own timestamps can lag (exo_topo.switch_audit).
 
 Why a journal: the controller's Stats are lifetime figures that include the start-up programming
 of Rulesets 1 and 3 (every flow-mod counts against R), so they cannot tell what a run did. A
@@ -35,6 +41,7 @@ class Ruleset2Journal:
         # Append: a restarted controller continues the same record.
         self._f = open(self.path, "a", buffering=1)
         self._last_size: Optional[int] = None
+        self._unconfirmed: list[int] = []  # Ruleset 2 xids sent since the last barrier outcome
 
     def _write(self, rec: dict) -> None:
         if self._f is None:
@@ -61,6 +68,17 @@ class Ruleset2Journal:
         if fm.out_port is not None:
             rec["port"] = fm.out_port
         self._write(rec)
+        self._unconfirmed.append(xid)
+
+    def confirmed(self) -> None:
+        """The barrier after the flow-mods sent since the last call has just been answered."""
+        xids, self._unconfirmed = self._unconfirmed, []
+        if self._f is not None and xids:
+            self._write({"t": self.clock(), "confirmed": xids})
+
+    def abandoned(self) -> None:
+        """That barrier was not answered (timeout, disconnect): no bound is known for them."""
+        self._unconfirmed = []
 
     def size(self, n: int) -> None:
         """The most Ruleset 2 rules the switch may hold (RuleUpdater.ruleset2_may_hold); only
@@ -84,6 +102,7 @@ class JournalRecords:
     mods: list[tuple[float, int, str]] = field(default_factory=list)
     sizes: list[tuple[float, int]] = field(default_factory=list)
     starts: list[tuple[float, dict]] = field(default_factory=list)
+    confirmed: dict[int, float] = field(default_factory=dict)  # xid -> when its barrier reply came
     bad_lines: int = 0
 
 
@@ -106,6 +125,9 @@ def parse_journal(lines: Iterable[str]) -> JournalRecords:
                 out.sizes.append((t, int(rec["ruleset2"])))
             elif "start" in rec:
                 out.starts.append((t, dict(rec["start"])))
+            elif "confirmed" in rec:
+                for xid in rec["confirmed"]:
+                    out.confirmed[int(xid)] = t
             else:
                 out.bad_lines += 1
         except (ValueError, KeyError, TypeError):

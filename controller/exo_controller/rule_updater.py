@@ -125,6 +125,7 @@ class UpdateResult:
     accepted: int = 0
     rejected: list[tuple[CacheRule, str]] = field(default_factory=list)
     ticket: Optional[Ticket] = None
+    full: list[CacheRule] = field(default_factory=list)  # of rejected: book at capacity (flows.BookResult)
 
     @property
     def error(self) -> str:
@@ -228,7 +229,7 @@ class RuleUpdater:
         self._tickets.add(ticket)
         for h in hashes:
             self._reconcile(h)
-        return UpdateResult(res.accepted, list(res.rejected), ticket)
+        return UpdateResult(res.accepted, list(res.rejected), ticket, list(res.full))
 
     def _note_touched(self, rule: CacheRule) -> None:
         if rule.cache_node in self._unsynced:

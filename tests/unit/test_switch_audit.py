@@ -71,10 +71,12 @@ def test_monitor_reconstructs_the_table_size():
     assert parse_monitor(["2026-11-23 21:07:11.530: NXT_FLOW_MONITOR_PAUSED (OF1.3) (xid=0x0):"]).paused
 
 
-def _result(ctl_times, sw_times, sizes=(), levels=(), dumped=None, errors=None, t0=0.0, t1=100.0):
+def _result(ctl_times, sw_times, sizes=(), levels=(), dumped=None, errors=None, t0=0.0, t1=100.0,
+            confirmed=None):
     journal = parse_journal([])
     journal.mods = [(t, i, "add") for i, t in enumerate(ctl_times)]
     journal.sizes = list(sizes)
+    journal.confirmed = dict(confirmed or {})
     snoop = SnoopRecord(flow_mods=[(t, i, "ADD") for i, t in enumerate(sw_times)], errors=errors or {})
     mon = MonitorRecord(initial=0, levels=list(levels), event_kinds=["ADDED"] * len(levels))
     final = levels[-1][1] if levels else 0
@@ -106,9 +108,31 @@ def test_verdict_rejects_what_a_broken_controller_or_record_does():
     assert any(p.startswith("switch flow monitor record incomplete") for p in audit_problems(res, 50, 256))
 
 
+def test_a_lagging_reader_clock_is_bounded_by_the_barrier_reply():
+    """50/s sent evenly, each confirmed 1 ms later; ovs-ofctl stamped one second's worth 50 ms
+    late, which bunches them with the next second's. The switch processed each one before its
+    barrier reply, so that is the latest it can have had it."""
+    sent = [10 + i / 50 for i in range(200)]
+    snoop = [t + (0.05 if 11.0 <= t < 12.0 else 0.001) for t in sent]
+    confirmed = {i: t + 0.001 for i, t in enumerate(sent)}
+    raw = _result(sent, snoop)
+    assert raw["switch"]["rule_updates_per_s_max"] > 50  # what the raw reader clock says
+    res = _result(sent, snoop, confirmed=confirmed)
+    assert res["switch"]["rule_updates_per_s_max"] == 50
+    assert res["switch"]["rule_updates_per_s_max_snoop_clock"] > 50
+    assert res["switch"]["snoop_clock_late"] == 50 and res["switch"]["snoop_clock_late_ms_max"] == 49.0
+    assert audit_problems(res, 50, 256) == []
+
+
+def test_the_barrier_bound_still_catches_a_controller_without_a_rate_limit():
+    burst = [10 + i / 1000 for i in range(300)]
+    res = _result(burst, [t + 0.2 for t in burst], confirmed={i: burst[-1] + 0.01 for i in range(300)})
+    assert any(p.startswith("switch received 300") for p in audit_problems(res, 50, 4096))
+
+
 def test_journal_round_trip(tmp_path):
     from exo_controller.flows import ADD, DELETE_STRICT, cache_flowmod, withdraw_flowmod
-    now = iter([100.0, 100.5, 100.6, 100.7, 100.8])
+    now = iter([100.0, 100.5, 100.6, 100.7, 100.8, 100.9, 101.0])
     j = Ruleset2Journal(tmp_path / "j.jsonl", clock=lambda: next(now))
     j.start(50.0, 256, None)
     j.sent(cache_flowmod(0x12345, 3, ADD), "add", 7)
@@ -116,11 +140,15 @@ def test_journal_round_trip(tmp_path):
     j.size(1)  # unchanged: not written
     j.sent(cache_flowmod(0x12345, None, DELETE_STRICT), "delete", 8)
     j.sent(withdraw_flowmod(3), "withdraw", 9)
+    j.abandoned()  # that barrier timed out: no bound for 8 and 9
+    j.sent(cache_flowmod(0x6789, 3, ADD), "add", 11)
+    j.confirmed()
     j.close()
     with open(tmp_path / "j.jsonl", "a") as f:
         f.write('{"t": 1, "xid"')  # a torn last line (controller killed mid-write)
     rec = read_journal(tmp_path / "j.jsonl")
-    assert rec.mods == [(100.5, 7, "add"), (100.7, 8, "delete"), (100.8, 9, "withdraw")]
+    assert rec.mods == [(100.5, 7, "add"), (100.7, 8, "delete"), (100.8, 9, "withdraw"), (100.9, 11, "add")]
+    assert rec.confirmed == {11: 101.0}
     assert rec.sizes == [(100.6, 1)] and rec.bad_lines == 1
     assert rec.starts[0][1]["rule_update_rate"] == 50.0 and rec.starts[0][1]["fault"] is None
     j.sent(cache_flowmod(1, 3, ADD), "add", 10)  # closed: ignored, no error

@@ -87,3 +87,20 @@ def _pct(sorted_values: list[float], q: float) -> Optional[float]:
     if not sorted_values:
         return None
     return round(sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))], 1)
+
+
+def bounded_by_barrier(switch: Iterable[tuple[float, int]], confirmed: dict[int, float]) -> tuple[list[float], dict]:
+    """When the switch had each flow-mod, as well as the records can say: ovs-ofctl's receive time,
+    but never later than the controller's receipt of the barrier reply that covers it (a switch
+    answers a barrier only after processing every message before it, so a later ovs-ofctl time is
+    the reader's lag, not the switch's). switch: (t, xid); confirmed: xid -> barrier reply time.
+    Returns the times and {snoop_clock_late, snoop_clock_late_ms_max}."""
+    times, late = [], []
+    for t, xid in switch:
+        bound = confirmed.get(xid)
+        if bound is not None and t > bound:
+            late.append((t - bound) * 1000)
+            t = bound
+        times.append(t)
+    return times, {"snoop_clock_late": len(late),
+                   "snoop_clock_late_ms_max": round(max(late), 1) if late else None}

@@ -187,14 +187,7 @@ void Filler::fetch_and_insert(const std::vector<KeyRate>& admit, uint64_t now_ms
       rules.push_back(a);
       hit_rates_.admitted(a.key, a.rate, now_ms);
     }
-  if (!rules.empty())
-    if (const RuleOutcome r = peers_.add_rules(rules, /*no_wait=*/true); !r.error.empty()) {
-      ++cp_.fill_rule_errors;
-      LOG_WARN("fill: %s", r.error.c_str());
-      // Resent next round only if it never reached the controller: it counts references.
-      if (!r.delivered)
-        for (const auto& kr : rules) unruled_[kr.key] = kr.rate;
-    }
+  if (!rules.empty()) add_rules_or_defer(rules, "fill");
   // LRU victims only when a concurrent Cache RPC filled the map: their entries are gone already,
   // so a GET still routed here is forwarded; queue the removal without waiting. They stay
   // removing (not fetched again) until their EVICT below is back.
@@ -224,6 +217,30 @@ void Filler::forget_if_reset() {
   unruled_.clear();
 }
 
+void Filler::add_rules_or_defer(const std::vector<KeyRate>& rules, const char* who) {
+  const RuleOutcome r = peers_.add_rules(rules, /*no_wait=*/true);
+  if (r.error.empty()) return;
+  // The controller counts references, so an add it received is never resent, with two
+  // exceptions that it did not count: a request that never reached it, and adds turned down
+  // because Ruleset 2 was full (our own retiring keys' removals will make room). Without the
+  // second, a hot key admitted while the rules were full stayed cached with no rule: its GETs
+  // never came here, and its db node's reports kept it from being evicted (Figure 4.4 at 3x).
+  if (!r.delivered) {
+    ++cp_.fill_rule_errors;
+    LOG_WARN("%s: %s", who, r.error.c_str());
+    for (const auto& kr : rules) unruled_[kr.key] = kr.rate;
+    return;
+  }
+  const std::unordered_set<std::string> full(r.full.begin(), r.full.end());
+  for (const auto& kr : rules)
+    if (full.count(kr.key)) unruled_[kr.key] = kr.rate;
+  cp_.fill_rules_deferred += full.size();
+  if (r.rejected > full.size() || r.rejected == 0) {  // refused for another reason, or unconfirmed
+    ++cp_.fill_rule_errors;
+    LOG_WARN("%s: %s", who, r.error.c_str());
+  }
+}
+
 void Filler::retry_rules(const std::unordered_map<std::string, uint64_t>& in_map,
                          const std::unordered_set<std::string>& not_held) {
   std::erase_if(unruled_, [&](const auto& kv) {
@@ -235,13 +252,8 @@ void Filler::retry_rules(const std::unordered_map<std::string, uint64_t>& in_map
   std::sort(rules.begin(), rules.end(), [](const KeyRate& a, const KeyRate& b) {
     return a.rate != b.rate ? a.rate > b.rate : a.key < b.key;
   });
-  const RuleOutcome r = peers_.add_rules(rules, /*no_wait=*/true);
-  if (!r.error.empty()) {
-    ++cp_.fill_rule_errors;
-    LOG_WARN("fill: retry: %s", r.error.c_str());
-    if (!r.delivered) return;
-  }
-  unruled_.clear();
+  unruled_.clear();  // what must be sent again is put back by add_rules_or_defer
+  add_rules_or_defer(rules, "fill: retry");
 }
 
 bool Filler::retire_once() {

@@ -57,6 +57,9 @@ class Filler {
  private:
   void fill_loop();
   void retire_loop();
+  // AddCacheRules without waiting; keys the controller did not count (request lost, or
+  // Ruleset 2 full) go to unruled_, to be sent again by retry_rules next round.
+  void add_rules_or_defer(const std::vector<KeyRate>& rules, const char* who);
   // AddCacheRules again for inserted keys whose first request failed and that are still held.
   void retry_rules(const std::unordered_map<std::string, uint64_t>& in_map,
                    const std::unordered_set<std::string>& not_held);
