@@ -29,14 +29,14 @@ Choices worth knowing:
   send it (next_batch's `now`) and its barrier reply (batch_done's `now`), after a delay that
   varies with load (os-ken's send thread, TCP, the switch's read: delay_ms_* in
   exo_topo.switch_audit; 31 ms was seen in `make demo` on 2 busy cores). So a flow-mod stays in
-  the window until 1 s after its barrier reply. That is exact, not a guess: only one batch is in
-  flight, so when a batch is decided every earlier one is confirmed; a flow-mod confirmed more
-  than 1 s before the new batch was decided reached the switch more than 1 s before anything of
-  the new batch can, and every one that could share a 1 s switch-side window with the new batch
-  is counted. Cost: a backlog drains at R / (1 + barrier round trip). Callers that do not pass the
-  barrier time (unit tests of other parts) get the older rule, hand-over time + SEND_GUARD_S. A
-  batch whose barrier timed out counts until 1 s + SEND_GUARD_S after the timeout (its flow-mods
-  may still be on the way; a disconnect drops them).
+  the window until 1 s (+ 1 ms, CLOCK_RESOLUTION_S) after its barrier reply. That is exact: only
+  one batch is in flight, so when a batch is decided every earlier one is confirmed; a flow-mod
+  confirmed more than 1 s before the new batch was decided reached the switch more than 1 s
+  before anything of the new batch can, and every one that could share a 1 s switch-side window
+  with the new batch is counted. Cost: a backlog drains at R / (1.001 + barrier round trip).
+  Callers that do not pass the barrier time (unit tests of other parts) get the older rule,
+  hand-over time + SEND_GUARD_S. A batch whose barrier timed out counts until 1 s +
+  SEND_GUARD_S after the timeout (its flow-mods may still be on the way; a disconnect drops them).
 * A switch refusal of an add (OFPFMFC_TABLE_FULL from OVS flow_limit, like a full hardware table)
   drops that hash from the desired book, otherwise it would be retried forever; any waiter is told.
 * Withdrawal of a cache node declared DOWN (liveness.py): `withdraw(node)` drops all its
@@ -84,6 +84,10 @@ _UNLIMITED_BATCH = 10_000
 # How much longer than 1 s a send stays in the rate window when its barrier time is not known
 # (module docstring, "Rate"): a batch that timed out, or a caller that does not pass `now`.
 SEND_GUARD_S = 0.02
+# A confirmed flow-mod stays in the window 1 s plus this: the switch-side audit's clock
+# (ovs-ofctl --timestamp) has whole milliseconds, and a send 1.0000 s after a barrier reply may
+# print 0.9997 s after it. With 1 ms more, "at most R in any second" is checkable from outside.
+CLOCK_RESOLUTION_S = 0.001
 
 
 def out_of_cluster(node: str) -> str:
@@ -571,11 +575,11 @@ class RuleUpdater:
                    now: Optional[float] = None) -> None:
         """The barrier after `batch` came back at `now`; errors maps a mod's index in the batch to
         the switch's error text. A stale batch (from before a reconnect) is ignored. With `now`,
-        the batch leaves the rate window exactly 1 s after it (module docstring, "Rate")."""
+        the batch leaves the rate window 1 s (+ CLOCK_RESOLUTION_S) after it (module docstring, "Rate")."""
         if batch is not self._batch or batch.epoch != self._epoch:
             return
         if now is not None:
-            self._restamp(len(batch), now + 1.0)
+            self._restamp(len(batch), now + 1.0 + CLOCK_RESOLUTION_S)
         errors = errors or {}
         self._batch = None
         self._new_inflight = 0
