@@ -26,6 +26,9 @@ struct FetchResult {
 // What a rule change came to. The controller counts references per (key hash, cache node), so
 // a request it received must not be sent again: a second add would need a second remove.
 struct RuleOutcome {
+  RuleOutcome() = default;
+  RuleOutcome(std::string e, bool d, Keys f = {}, size_t r = 0)
+      : error(std::move(e)), delivered(d), full(std::move(f)), rejected(r) {}
   std::string error;       // "" when every change was accepted (and confirmed, when waited for)
   bool delivered = false;  // the controller got the request (also when it rejected rules)
   // Adds the controller turned down only because Ruleset 2 was full: it counted nothing for

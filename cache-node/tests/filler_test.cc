@@ -90,6 +90,40 @@ TEST_F(FillerTest, ReportedKeysAreFetchedInsertedThenRuledHottestFirst) {
   EXPECT_EQ(peers_.log.size(), 2u);
 }
 
+TEST_F(FillerTest, AdmissionsStayWithinTheNodesShareOfTheRuleBudget) {
+  // 20 rule changes/s (R = 40 over 2 cache nodes), one second of burst: 10 keys into free room
+  // cost 10, then each replacement 2 (add + the victim's delete), one per 100 ms round.
+  FillerOptions o = options(10);
+  o.rule_changes_per_s = 20;
+  make(10, o);
+  peers_.data.clear();
+  KR report;
+  for (int i = 0; i < 30; ++i) {
+    const std::string k = "k" + std::to_string(100 + i);
+    peers_.data[k] = "v";
+    report.push_back({k, 1000.0 - i});
+  }
+  round(report);
+  EXPECT_EQ(held(), 10u);
+  EXPECT_EQ(peers_.adds.back().front().key, "k100");
+  // Now full, 10 tokens left (+2 per round): of ten hotter newcomers, 6 replace a colder key at
+  // once (2 each), then one more per round.
+  report.clear();
+  for (int i = 0; i < 10; ++i) {
+    const std::string k = "n" + std::to_string(i);
+    peers_.data[k] = "v";
+    report.push_back({k, 5000.0 - i});
+  }
+  round(report);
+  EXPECT_EQ(peers_.adds.back().size(), 6u);
+  EXPECT_EQ(peers_.adds.back().front().key, "n0");
+  round(report);
+  EXPECT_EQ(peers_.adds.back(), (KR{{"n6", 4994}}));
+  round(report);
+  EXPECT_EQ(peers_.adds.back(), (KR{{"n7", 4993}}));
+  EXPECT_EQ(cp_.fill_admitted.load(), 18u);
+}
+
 TEST_F(FillerTest, KeysNotFoundAreEvictedBack) {
   make(10);
   round({{"a", 50}, {"ghost", 40}});

@@ -37,6 +37,24 @@ TEST(Selector, FillsEmptyMapHottestFirstUpToCapacity) {
   EXPECT_EQ(s.threshold, 1);
 }
 
+TEST(Selector, AdmitsWithinTheRuleBudgetHottestFirstWithTheirVictims) {
+  // Full: every admission displaces a victim and costs 2 (its add, the victim's delete).
+  SelectInput in = input({{"a", 90}, {"b", 80}, {"c", 70}}, {{"x", 5}, {"y", 6}, {"z", 7}}, 3);
+  in.rule_budget = 5;
+  auto s = select_keys(in);
+  EXPECT_EQ(s.admit, (KR{{"a", 90}, {"b", 80}}));
+  EXPECT_EQ(keys(s.evict), (std::vector<std::string>{"x", "y"})) << "only the admitted ones' victims";
+  EXPECT_EQ(s.rule_changes, 4u);
+  in.rule_budget = 1;
+  EXPECT_TRUE(select_keys(in).admit.empty()) << "a replacement needs 2";
+  // Room for two: those cost 1 each, the third displaces a victim for 2 more.
+  SelectInput room = input({{"a", 90}, {"b", 80}, {"c", 70}}, {{"x", 5}}, 3);
+  room.rule_budget = 4;
+  s = select_keys(room);
+  EXPECT_EQ(s.admit, (KR{{"a", 90}, {"b", 80}, {"c", 70}}));
+  EXPECT_EQ(s.rule_changes, 4u);
+}
+
 TEST(Selector, MinRateIsExclusiveAndStops) {
   auto s = select_keys(input({{"a", 5}, {"b", 2}, {"c", 2}, {"d", 1.5}}, {}, 10, /*min_rate=*/2));
   EXPECT_EQ(keys(s.admit), std::vector<std::string>{"a"}) << "rate <= threshold stops";

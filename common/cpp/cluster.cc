@@ -138,6 +138,8 @@ Cluster to_cluster(const config::ResolvedCluster& m, const std::string& source) 
   // The schema allows 1..12; beyond 24 the partition table alone would be absurd (and a shift by
   // more than the hash's 40 bits undefined).
   if (c.partition_bits < 1 || c.partition_bits > 24) bad(source, "switch.partition_bits", "must be in 1..24");
+  if (m.switch_().has_rule_update_rate()) c.rule_update_rate = m.switch_().rule_update_rate();
+  if (!(c.rule_update_rate > 0)) bad(source, "switch.rule_update_rate", "must be > 0");
   c.controller_grpc = m.controller().grpc();
   c.hot_keys = hot_keys(m.hot_keys(), source);
   c.cache_fill = cache_fill(m.cache_fill(), source);

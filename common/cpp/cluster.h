@@ -101,6 +101,7 @@ struct Cluster {
   // request_ip(key hash), keyhash.h); exo-loadgen's --dst-mac mode still defaults to it.
   uint32_t service_ip = 0;
   uint32_t partition_bits = 8;
+  double rule_update_rate = 50.0;  // switch.rule_update_rate: R, flow-mods/s the switch accepts
   std::string controller_grpc;
   HotKeysConfig hot_keys;
   CacheFillConfig cache_fill;

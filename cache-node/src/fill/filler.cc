@@ -16,6 +16,12 @@ FillerOptions FillerOptions::from(const Cluster& cluster, const CacheNodeInfo& s
   o.cfg = cluster.cache_fill;
   o.capacity = self.capacity;
   o.max_kv_bytes = exo::wire::max_kv_bytes(cluster.mtu);
+  // Every admission costs the switch a rule add, and a replacement its victim's delete too; the
+  // cache nodes share the switch's R. Without this cap, keys near the cut (rates within sampling
+  // noise of each other) were swapped in and out ~70 times a second at 3x the figures' rate,
+  // more than R = 50 flow-mods/s could follow: Ruleset 2 stayed full with a backlog of deletes,
+  // and a real change of the hot set waited behind it (docs/cache-fill.md 2).
+  o.rule_changes_per_s = cluster.rule_update_rate / static_cast<double>(std::max<size_t>(1, cluster.cache_nodes.size()));
   return o;
 }
 
@@ -24,7 +30,8 @@ Filler::Filler(FillerOptions opt, CacheState& state, Peers& peers, HotList& hot,
     : opt_(std::move(opt)), state_(state), peers_(peers), hot_(hot), cp_(cp),
       clock_(std::move(clock)),
       // A key cached by hand starts at min_rate: not evicted as cold before its hits are measured.
-      hit_rates_(opt_.cfg.hit_ewma_alpha, opt_.cfg.min_rate) {}
+      hit_rates_(opt_.cfg.hit_ewma_alpha, opt_.cfg.min_rate),
+      rule_budget_(opt_.rule_changes_per_s, std::max(2.0, opt_.rule_changes_per_s), clock_() * 1'000'000) {}
 
 Filler::~Filler() { stop(); }
 
@@ -117,6 +124,9 @@ void Filler::run_round() {
   in.min_rate = opt_.cfg.min_rate;
   in.hysteresis = opt_.cfg.hysteresis;
   in.skip = std::move(skip);
+  const uint64_t now_ns = now * 1'000'000;
+  if (opt_.rule_changes_per_s > 0)
+    in.rule_budget = static_cast<size_t>(std::floor(rule_budget_.available(now_ns)));
   for (const auto& [k, count] : hits)
     if (!not_held.count(k)) in.held.push_back({k, rate_of(k)});
   // Candidates: the hot list plus the retiring keys (which compete with what they would have).
@@ -151,6 +161,9 @@ void Filler::run_round() {
   }
   cp_.fill_evicted += marked;
   cp_.fill_admitted += cancelled;
+  // Charged as selected (fetches that find no room this round still had their victims marked).
+  if (opt_.rule_changes_per_s > 0 && sel.rule_changes > 0)
+    rule_budget_.take(now_ns, static_cast<double>(sel.rule_changes));
   if (marked > 0) {
     {
       std::lock_guard lock(mu_);

@@ -24,6 +24,7 @@
 #include "fill/hit_rates.h"
 #include "fill/hot_list.h"
 #include "peers.h"
+#include "token_bucket.h"
 
 namespace exo::cache {
 
@@ -31,6 +32,9 @@ struct FillerOptions {
   CacheFillConfig cfg;
   size_t capacity = 0;      // keys the selector may hold (cache_nodes[].capacity; map is 2x)
   size_t max_kv_bytes = 0;  // key + value that fit one reply frame
+  // Rule changes per second that admissions may cost, 0 = no limit: this node's share of
+  // switch.rule_update_rate, R / cache nodes (selector.h: an admission costs 1, 2 with a victim).
+  double rule_changes_per_s = 0;
   static FillerOptions from(const Cluster& cluster, const CacheNodeInfo& self);
 };
 
@@ -77,6 +81,7 @@ class Filler {
 
   // Fill-thread state (only run_round touches it).
   HitRates hit_rates_;
+  TokenBucket rule_budget_;  // fill thread only: opt_.rule_changes_per_s, 1 s of burst (ns clock)
   std::unordered_map<std::string, double> unruled_;  // inserted, AddCacheRules failed: key -> rate
   uint64_t fill_resets_ = 0;  // keys.resets() when hit_rates_ and unruled_ were last valid
   Keys stalled_;  // retire thread only: removal failed, still in `removing`, sent again next pass

@@ -37,8 +37,11 @@ Selection select_keys(const SelectInput& in) {
     if (held_keys.count(c.key) || in.skip.count(c.key)) continue;  // not a candidate
     // Sorted hottest first: no later key can pass. Also stops below min_rate.
     if (c.rate <= out.threshold) break;
-    if (heap.size() < in.capacity) {
+    const bool room = heap.size() < in.capacity;
+    if (out.rule_changes + (room ? 1 : 2) > in.rule_budget) break;  // the rule budget is spent
+    if (room) {
       out.admit.push_back(c);
+      out.rule_changes += 1;
     } else {
       if (heap.empty()) break;  // capacity 0
       const KeyRate victim = heap.top();
@@ -46,6 +49,7 @@ Selection select_keys(const SelectInput& in) {
       heap.pop();
       out.evict.push_back(victim);
       out.admit.push_back(c);
+      out.rule_changes += 2;
       out.threshold = victim.rate;  // "the load of the most recently evicted key"
     }
     heap.push(c);

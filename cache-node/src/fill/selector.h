@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -18,6 +19,10 @@ struct SelectInput {
   double min_rate = 0;
   double hysteresis = 0;            // a newcomer must beat its victim by this fraction
   std::unordered_set<std::string> skip;  // not admissible now (fetch or rule removal in flight)
+  // Rule changes the admissions may cost at most: the node's share of the switch's rule budget
+  // this round (filler.cc). An admission into free room costs 1 (its add), one that displaces a
+  // victim 2 (the victim's delete too). The hottest candidates go first.
+  size_t rule_budget = SIZE_MAX;
 };
 
 struct Selection {
@@ -26,6 +31,7 @@ struct Selection {
   // admissions in the order they were chosen (coldest first).
   std::vector<KeyRate> evict;
   double threshold = 0;        // min_rate, or the rate of the last victim
+  size_t rule_changes = 0;     // what the admissions cost: one per admission, one per its victim
 };
 
 Selection select_keys(const SelectInput& in);
