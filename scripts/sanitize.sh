@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD:-build-sanitize}
 TESTS=(common/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests
        db-node/db_coordinator_tests db-node/db_coordinator_model_tests
-       emulator/wimpy_emulator_tests emulator/loadgen_tests emulator/emulator_tests
+       emulator/wimpy_emulator_tests emulator/loadgen_tests emulator/emulator_tests emulator/mcload_tests
        client-lib/native/client_pipeline_tests proxy/proxy_tests proxy/proxy_core_tests)
 # path:short-run seconds
 FUZZERS=(
@@ -24,6 +24,8 @@ FUZZERS=(
   db-node/db_coordinator_fuzz:10           # the db node's cached-write coordinator (2PC, resolver, recovery)
   db-node/db_control_fuzz:15               # the db node's DbNode RPC handlers
   emulator/emulator_fuzz:15                # the wimpy emulator's demux + rate limit + db handler
+  emulator/mcload_reply_fuzz:10            # exo-mcload's memcached reply parser (stream invariants)
+  emulator/mc_udp_reply_fuzz:10            # exo-loadgen's memcached UDP reply path (frame, reply, request id)
   client-lib/native/client_pipeline_fuzz:10  # the native client reading arbitrary replies
   proxy/text_protocol_fuzz:15              # exo-proxy's memcached text/meta request parser
 )

@@ -33,12 +33,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--db-keys", type=int, default=None, help="keys in the db node's RocksDB (default 1,000,000)")
     p.add_argument("--hot-keys", type=int, default=None, help="keys the cache node and memcached hold (10,000)")
     p.add_argument("--run-s", type=float, default=None, help="seconds per generator run")
+    p.add_argument("--common-rate", type=float, default=None,
+                   help="offer every case this rate in the latency pass (default: half the lowest node ceiling); "
+                        "e.g. the full run's rate when only some cases run")
+    p.add_argument("--proxy-connections", type=int, default=None,
+                   help="exo-mcload's connections to exo-proxy (default 128)")
     return p
 
 
 def _check_prerequisites(build: Path) -> None:
     need = [build / "emulator/exo-loadgen", build / "cache-node/exo-cache-node", build / "db-node/exo-db-node",
-            build / "db-node/exo-db-load", build / "db-node/exo-rocksdb-bench"]
+            build / "db-node/exo-db-load", build / "db-node/exo-rocksdb-bench", build / "emulator/exo-mcload",
+            build / "proxy/exo-proxy"]
     missing = [str(p) for p in need if not p.exists()]
     for tool in ("dpdk-testpmd", "memcached", "ovs-vsctl", "perf", "taskset", "ethtool"):
         if subprocess.run(["which", tool], capture_output=True).returncode != 0:
@@ -93,6 +99,12 @@ def main(argv=None) -> int:
     plan: Plan = mode["plan"]
     if args.run_s:
         plan.run_s = args.run_s
+    if args.common_rate is not None and not args.common_rate > 0:
+        raise SystemExit("exo_bench: --common-rate: must be > 0 requests/s")
+    if args.proxy_connections is not None:
+        if not 1 <= args.proxy_connections <= 10_000:
+            raise SystemExit("exo_bench: --proxy-connections: must be in 1..10000")
+        plan.proxy_connections = args.proxy_connections
     only = {x.strip() for x in args.only.split(",")} if args.only else None
     plan.only = only
     db_keys = args.db_keys or mode["db_keys"]
@@ -117,8 +129,12 @@ def main(argv=None) -> int:
                  "params": {"key_size": 16, "value_size": 512, "hot_keys": hot, "db_keys": db_keys,
                             "run_s": plan.run_s, "drain_ms": plan.drain_ms, "latency_s": plan.latency_s,
                             "loss_limit": 0.01, "key_choice": "uniform over the case's keys",
-                            "cores": {"generator": 0, "server": 1},
-                            "generator": "exo-loadgen (AF_PACKET, sendmmsg/recvmmsg), the same for every case"},
+                            "cores": {"generator": 0, "server": 1,
+                                      "proxy_case": "exo-proxy on the server core; exo-mcload and the cache node "
+                                                    "(idle back-off) share the generator core (cases.proxy.server.cores)"},
+                            "generator": "exo-loadgen (AF_PACKET, sendmmsg/recvmmsg), the same for every case but "
+                                         "the proxy, which speaks memcached over TCP: exo-mcload (epoll; the same "
+                                         "pacing, per-second series and latency histogram code)"},
                  "cases": {}}
     try:
         doc["db_load"] = _load_db(build, db_dir, db_keys, 512, say)
@@ -135,10 +151,16 @@ def main(argv=None) -> int:
             doc["rocksdb_in_process_multiget"] = runner.rocksdb(batch=32)
         node_ceilings = [doc["cases"][n]["ceiling"]["rps"] for n in NODE_CASES
                          if n in doc["cases"] and doc["cases"][n]["ceiling"]["rps"]]
-        if node_ceilings:
+        if args.common_rate:
+            doc["common_rate"] = round(args.common_rate)
+            doc["common_rate_given"] = True
+        elif node_ceilings:
             doc["common_rate"] = round(0.5 * min(node_ceilings))
+        if doc.get("common_rate"):
             for c in cases:
                 doc["cases"][c.name]["latency_at_common"] = runner.latency(c, doc["common_rate"])
+        if "proxy" in doc["cases"]:
+            doc["proxy"] = report.proxy_figures(doc)
         doc["ratios"] = report.compute_ratios(doc)
         doc.setdefault("client", {"error": "not measured (the cache_node case did not run)"})
         doc["machine"]["loadavg_after"] = os.getloadavg()

@@ -1,23 +1,27 @@
 """The cases of one bench run, in order, and the two passes over them: first each server's
 ceiling (search.py's loss rule) with perf evidence at 0.9 x that ceiling, then every server at
 one common offered rate (half the lowest node ceiling) for latency. Each case builds its own
-link and processes and removes them before the next starts."""
+link and processes and removes them before the next starts. Every case is driven by exo-loadgen
+except the proxy, which speaks memcached over TCP and is driven by exo-mcload (mcload.py); its
+latency pass also runs exo-loadgen straight at the same cache node, for the latency it adds."""
 from __future__ import annotations
 
 import json
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
 from . import evidence, ovs_rules
 from .loadgen import Loadgen, Target
+from .mcload import McLoad
 from .net import veth_link
 from .procs import GEN_CORE, SRV_CORE, Procs, pinned
 from .search import Ceiling, Run, find_ceiling
-from .servers import (CACHE_NAME, CLIENT_NAME, DB_NAME, Bench, node_addrs, start_cache_node,
-                      start_db_node, start_memcached, start_miss_reflector, start_reflector, write_config)
+from .servers import (CACHE_NAME, CLIENT_NAME, DB_NAME, PROXY_CACHE_PLACEMENT, Bench, node_addrs, proxy_stats,
+                      start_cache_node, start_db_node, start_memcached, start_miss_reflector, start_proxy,
+                      start_reflector, write_config)
 
 
 @dataclass
@@ -29,6 +33,8 @@ class Case:
     start_rate: float         # where the bracketing starts
     ovs: Optional[str] = None  # None: bare veth; "forward" / "exo" / "thesis": ovs_rules layouts
     evidence: bool = True
+    generator: str = "exo-loadgen"  # or "exo-mcload" (memcached over TCP: the proxy)
+    placement: dict = field(default_factory=dict)  # write_config's cache_core / idle_sleep_us
 
 
 CASES = [
@@ -36,6 +42,9 @@ CASES = [
     Case("cache_node", "cache node (GET hits, 1 lcore, no idle back-off)", start_cache_node, CACHE_NAME, 50_000),
     Case("memcached", "memcached 1.6 (1 worker thread, UDP)", start_memcached, CACHE_NAME, 25_000),
     Case("db_node", "db node (RocksDB, 1 packet thread)", start_db_node, DB_NAME, 25_000),
+    # The proxy takes the server core; the cache node behind it shares the generator's core.
+    Case("proxy", "exo-proxy (memcached TCP, many connections) in front of the cache node", start_proxy,
+         CACHE_NAME, 25_000, generator="exo-mcload", placement=PROXY_CACHE_PLACEMENT),
     Case("ovs_forward", "Open vSwitch forwarding ceiling (reflector behind it)", start_reflector, CACHE_NAME,
          25_000, ovs="forward", evidence=False),
     Case("ovs_cache_node", "hot GETs through Open vSwitch (cluster rules) to the cache node",
@@ -58,6 +67,9 @@ class Plan:
     max_rate: float = 2_000_000
     latency_s: float = 5.0
     client_s: float = 3.0
+    proxy_connections: int = 128  # exo-mcload's connections to the proxy
+    proxy_depth: int = 1          # requests in flight per connection (1: a web worker's blocking get)
+    proxy_max_wait_ms: int = 50   # the generator's bounded queue (mcload.py)
     only: Optional[set[str]] = None
 
 
@@ -74,7 +86,7 @@ class Runner:
         return veth_link(tag, gmac, gip, smac, sip, via_ovs=case.ovs is not None)
 
     def _setup(self, case: Case, link, procs: Procs, tag: str):
-        cfg_path, cfg = write_config(self.b, link, tag)
+        cfg_path, cfg = write_config(self.b, link, tag, **case.placement)
         target, info = case.start(self.b, link, procs, tag, cfg_path, cfg)
         if case.ovs == "forward":
             info["rules"] = ovs_rules.load_forward(link.bridge)
@@ -82,10 +94,19 @@ class Runner:
             info["rules"] = ovs_rules.load_cluster(link.bridge, self.addrs[CLIENT_NAME][0],
                                                    self.addrs[CACHE_NAME][0], self.b.hot_keys, case.ovs)
             info["layout"] = case.ovs
-        lg = Loadgen(self.b.build / "emulator/exo-loadgen", cfg_path, CLIENT_NAME, link.gen,
-                     self.runs_dir, self.plan.run_s, self.plan.drain_ms, value_size=self.b.value_size)
+        if case.generator == "exo-mcload":
+            lg = McLoad(self.b.build / "emulator/exo-mcload", link.gen.netns, self.runs_dir,
+                        connections=self.plan.proxy_connections, depth=self.plan.proxy_depth,
+                        max_wait_ms=self.plan.proxy_max_wait_ms,
+                        duration_s=self.plan.run_s, drain_ms=self.plan.drain_ms, value_size=self.b.value_size)
+        else:
+            lg = self._loadgen(cfg_path, link)
         self._wait_answering(lg, target, case.name)
-        return target, info, lg
+        return target, info, lg, cfg_path
+
+    def _loadgen(self, cfg_path: Path, link) -> Loadgen:
+        return Loadgen(self.b.build / "emulator/exo-loadgen", cfg_path, CLIENT_NAME, link.gen,
+                       self.runs_dir, self.plan.run_s, self.plan.drain_ms, value_size=self.b.value_size)
 
     def _wait_answering(self, lg: Loadgen, target: Target, name: str, timeout: float = 30.0) -> None:
         """The same readiness rule for every server: a short low-rate run must be answered in
@@ -113,7 +134,7 @@ class Runner:
         tag = case.name[:2] + "c"
         self.say(f"{case.name}: setting up ({case.title})")
         with self._link(case, tag) as link, Procs(self.runs_dir / f"logs-{case.name}") as procs:
-            target, info, lg = self._setup(case, link, procs, tag)
+            target, info, lg, _ = self._setup(case, link, procs, tag)
             # The same warm-up for every server before its first measured run: one run at the
             # start rate, kept in the JSON but not used (page cache, block cache, OVS flows).
             warm = lg.run(target, case.start_rate, case.name + "-warmup")
@@ -125,22 +146,42 @@ class Runner:
             doc = {"title": case.title, "ceiling": c.as_dict(), "server": info, "warmup": warm.as_dict()}
             if case.ovs and lookups0 is not None:
                 doc["ovs"] = self._ovs_figures(c, lookups0)
+            if case.generator == "exo-mcload":
+                doc["generator"] = {"program": "exo-mcload", "connections": lg.connections, "depth": lg.depth,
+                                    "max_wait_ms": lg.max_wait_ms}
             if case.evidence and c.rps and info.get("pid"):
                 rate = 0.9 * c.rps
                 self.say(f"{case.name}: perf evidence at {rate:,.0f}/s")
+                others = {"cache_node": info["cache_node"]["pid"]} if "cache_node" in info else None
+                self._last_evidence_run = None
                 doc["evidence"] = evidence.measure(info["pid"], self.plan.run_s,
-                                                   lambda: lg.run(target, rate, case.name + "-perf"),
-                                                   self.runs_dir, case.name)
+                                                   lambda: self._evidence_run(lg, target, rate, case.name),
+                                                   self.runs_dir, case.name, others=others)
+                if self._last_evidence_run is not None and "cpu_user_s" in self._last_evidence_run.extra:
+                    doc["evidence"]["generator_run"] = self._last_evidence_run.as_dict()
+            if case.name == "proxy":
+                doc["proxy_stats"] = proxy_stats(link.gen.netns)
             if case.name == "cache_node" and "client" in (self.plan.only or {"client"}):
                 doc["client"] = self.client_bench(link)
         return doc
 
-    def _run_counting_drops(self, lg: Loadgen, target: Target, rate: float, name: str, link) -> Run:
-        """One run, with the frames the server's sockets dropped during it (None: unknown)."""
-        before = evidence.socket_drops(link.srv.netns)
+    _last_evidence_run: Optional[Run] = None
+
+    def _evidence_run(self, lg, target: Target, rate: float, name: str) -> Run:
+        self._last_evidence_run = lg.run(target, rate, name + "-perf")
+        return self._last_evidence_run
+
+    def _run_counting_drops(self, lg, target: Target, rate: float, name: str, link) -> Run:
+        """One run, with the frames the server's sockets dropped during it (None: unknown); for
+        the proxy also its own (UDP) socket's, in the generator's namespace."""
+        sides = {"server_socket_drops": link.srv.netns}
+        if isinstance(lg, McLoad):
+            sides["proxy_socket_drops"] = link.gen.netns
+        before = {k: evidence.socket_drops(ns) for k, ns in sides.items()}
         r = lg.run(target, rate, name)
-        after = evidence.socket_drops(link.srv.netns)
-        r.extra["server_socket_drops"] = None if before is None or after is None else after - before
+        for k, ns in sides.items():
+            after = evidence.socket_drops(ns)
+            r.extra[k] = None if before[k] is None or after is None else after - before[k]
         return r
 
     def _ovs_figures(self, c: Ceiling, before: dict) -> dict:
@@ -158,12 +199,30 @@ class Runner:
         tag = case.name[:2] + "l"
         self.say(f"{case.name}: latency at {rate:,.0f}/s")
         with self._link(case, tag) as link, Procs(self.runs_dir / f"logs-{case.name}-lat") as procs:
-            target, _, lg = self._setup(case, link, procs, tag)
+            target, _, lg, cfg_path = self._setup(case, link, procs, tag)
             lg.run(target, rate, case.name + "-latency-warmup")
             lg.duration_s = self.plan.latency_s
             r = lg.run(target, rate, case.name + "-latency")
             self._log_run(case.name, r)
-        return {"rate": rate, **r.as_dict()}
+            out = {"rate": rate, **r.as_dict()}
+            if case.generator == "exo-mcload":
+                out["direct_same_setup"] = self._direct(cfg_path, link, target, rate, case.name)
+        return out
+
+    def _direct(self, cfg_path: Path, link, proxied: Target, rate: float, name: str) -> dict:
+        """exo-loadgen straight at the cache node behind the proxy, same cache node placement
+        and rate: the client the proxy is compared with. It runs on the proxy's core, so the
+        cluster client sits on core 1 and the cache node on core 0 in both paths, and the only
+        difference is the memcached hop (exo-mcload -> exo-proxy); the proxy idles meanwhile."""
+        direct = self._loadgen(cfg_path, link)
+        direct.core = SRV_CORE
+        target = Target("exo", keys=proxied.keys)
+        direct.run(target, rate, name + "-direct-warmup")
+        direct.duration_s = self.plan.latency_s
+        r = direct.run(target, rate, name + "-direct")
+        self.say(f"{name}: direct exo-loadgen to the same cache node: p50 {_us(r.p50_us)}, p99 {_us(r.p99_us)}, "
+                 f"loss {r.loss:.2%}")
+        return {"rate": rate, "generator": "exo-loadgen", "core": direct.core, **r.as_dict()}
 
     # ---- the in-process baseline and the client
     def rocksdb(self, batch: int = 1) -> dict:

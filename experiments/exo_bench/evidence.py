@@ -4,12 +4,17 @@ raw_syscalls:sys_enter tracepoint) and where the CPU time goes (`perf record`, t
 This VM exposes no hardware counters (`cycles` is <not supported>), so cycles per request is
 CPU time x the nominal clock from /proc/cpuinfo, labelled as an estimate. A busy-polling DPDK
 loop is billed for its empty polls too, so its CPU time per request is only meaningful near its
-ceiling: the bench measures evidence at 0.9 x each server's ceiling."""
+ceiling: the bench measures evidence at 0.9 x each server's ceiling. Over the same window it
+also reads how busy each core was (/proc/stat) and, for other processes it is given (the proxy
+case's cache node, which shares the generator's core), their CPU time (/proc/<pid>/stat), so a
+ceiling set by a full core elsewhere shows as such."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -59,8 +64,67 @@ def _top_symbols(report: str, n: int = 12) -> list[dict]:
     return rows
 
 
-def measure(pid: int, seconds: float, run: Callable[[], Run], out_dir: Path, label: str) -> dict:
-    """Runs `run()` (a generator run of about `seconds`) while perf watches `pid`."""
+def core_ticks(stat_text: str) -> dict[str, tuple[int, int]]:
+    """/proc/stat -> {cpu number: (busy jiffies, all jiffies)}; idle and iowait are not busy."""
+    out = {}
+    for line in stat_text.splitlines():
+        m = re.match(r"^cpu(\d+)\s+(.*)$", line)
+        if m:
+            v = [int(x) for x in m.group(2).split()]
+            idle = v[3] + (v[4] if len(v) > 4 else 0)
+            out[m.group(1)] = (sum(v[:8]) - idle, sum(v[:8]))
+    return out
+
+
+def busy_share(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, float]:
+    """Share of each core's time spent busy between two core_ticks readings."""
+    out = {}
+    for cpu, (b1, t1) in after.items():
+        b0, t0 = before.get(cpu, (0, 0))
+        out[cpu] = round((b1 - b0) / (t1 - t0), 3) if t1 > t0 else 0.0
+    return out
+
+
+def process_ticks(pid: int) -> Optional[int]:
+    """utime + stime of every thread of `pid`, in clock ticks (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class CpuWindow:
+    """Core busy shares and other processes' CPU over `seconds` from start()."""
+
+    def __init__(self, seconds: float, pids: dict[str, int]):
+        self.seconds, self.pids = seconds, pids
+        self.result: dict = {}
+        self._thread = threading.Thread(target=self._measure, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _measure(self) -> None:
+        c0 = core_ticks(Path("/proc/stat").read_text())
+        p0 = {n: process_ticks(p) for n, p in self.pids.items()}
+        threading.Event().wait(self.seconds)
+        c1 = core_ticks(Path("/proc/stat").read_text())
+        p1 = {n: process_ticks(p) for n, p in self.pids.items()}
+        hz = os.sysconf("SC_CLK_TCK")
+        self.result = {"cores_busy": busy_share(c0, c1),
+                       "cpu_utilisation_of": {n: None if p0[n] is None or p1[n] is None
+                                              else round((p1[n] - p0[n]) / hz / self.seconds, 3) for n in self.pids}}
+
+    def join(self) -> dict:
+        self._thread.join(timeout=self.seconds + 10)
+        return self.result
+
+
+def measure(pid: int, seconds: float, run: Callable[[], Run], out_dir: Path, label: str,
+            others: Optional[dict[str, int]] = None) -> dict:
+    """Runs `run()` (a generator run of about `seconds`) while perf watches `pid`; `others`:
+    name -> pid of further processes whose CPU share over the window is recorded."""
     if not shutil.which("perf"):
         return {"error": "perf not installed (Debian package linux-perf)"}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -71,12 +135,16 @@ def measure(pid: int, seconds: float, run: Callable[[], Run], out_dir: Path, lab
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     rec = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-o", str(data), "-p", str(pid), "--",
                             "sleep", f"{window:.2f}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cpu = CpuWindow(window, others or {})
+    cpu.start()
     r = run()
+    shares = cpu.join()
     _, err = stat.communicate(timeout=60)
     rec.wait(timeout=60)
     counts = _parse_stat_csv(err)
     answered_in_window = r.answered_rps * window
-    ev: dict = {"rate": r.rate, "answered_rps": r.answered_rps, "loss": r.loss, "window_s": round(window, 2)}
+    ev: dict = {"rate": r.rate, "answered_rps": r.answered_rps, "loss": r.loss, "window_s": round(window, 2),
+                **shares}
     if "task-clock" not in counts or answered_in_window <= 0:
         ev["error"] = f"perf stat gave nothing usable: {err.strip()[-300:]}"
         return ev

@@ -34,6 +34,7 @@ class Loadgen:
     key_size: int = 16
     value_size: int = 512
     count: int = 0
+    core: int = GEN_CORE  # the proxy case's direct comparison runs it on the proxy's core
 
     def argv(self, t: Target, rate: float, out: Path) -> list[str]:
         a = [str(self.binary), "--config", str(self.config), "--client", self.client,
@@ -51,7 +52,7 @@ class Loadgen:
     def run(self, t: Target, rate: float, label: str) -> Run:
         self.count += 1
         out = self.out_dir / f"{label}-{self.count:03d}-{rate:.0f}.json"
-        cmd = pinned(self.gen.netns, GEN_CORE, self.argv(t, rate, out))
+        cmd = pinned(self.gen.netns, self.core, self.argv(t, rate, out))
         r = subprocess.run(cmd, capture_output=True, text=True,
                            timeout=self.duration_s + self.drain_ms / 1000 + 60)
         if r.returncode != 0:

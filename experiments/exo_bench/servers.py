@@ -8,6 +8,9 @@ stopped when the block ends.
                 FETCHed from a real db node (which is stopped before measuring)
     memcached   Debian's memcached 1.6, one worker thread, UDP, holding the same keys and values
     db node     exo-db-node, one packet thread, over the loaded RocksDB directory
+    proxy       exo-proxy on the server core in the generator's namespace (a client-side
+                sidecar), in front of the same cache node moved to the generator's core with
+                idle back-off; exo-mcload speaks memcached over TCP to it on 127.0.0.1
 """
 from __future__ import annotations
 
@@ -24,10 +27,15 @@ from .loadgen import Target
 from exo_topo.netns import in_named_netns
 
 from .net import Link
-from .procs import SRV_CORE, Procs, wait_until
+from .procs import GEN_CORE, SRV_CORE, Procs, wait_until
 
 MEMCACHED_PORT = 11211
 PREFILL_BATCH = 1000
+PROXY_LISTEN = ("127.0.0.1", 11211)  # exo-proxy's default, in the generator's namespace
+# The cache node behind the proxy: only two cores exist and the proxy takes the server core, so
+# the cache node shares the generator's core and must not busy-poll it (idle_sleep_us > 0: the
+# deployment default of cluster configs, common/exo_common/config.py).
+PROXY_CACHE_PLACEMENT = {"cache_core": GEN_CORE, "idle_sleep_us": 20}
 
 
 @dataclass
@@ -52,10 +60,11 @@ def node_addrs() -> dict[str, tuple[str, str]]:
     return {n["name"]: (n["mac"], n["ip"]) for n in (*d["cache_nodes"], *d["db_nodes"], *d["clients"])}
 
 
-def write_config(b: Bench, link: Link, tag: str):
+def write_config(b: Bench, link: Link, tag: str, cache_core: int = SRV_CORE, idle_sleep_us: int = 0):
     """One cache node, one db node and one client on this link, with no controller and no
     switch: the cache node keeps what it FETCHed although its rule requests fail, which is all a
-    bare link needs (there is no switch to route by rules)."""
+    bare link needs (there is no switch to route by rules). The cache node runs on `cache_core`
+    (its one lcore), busy-polling unless idle_sleep_us > 0."""
     run = b.run_dir / tag
     cap = max(1, len(b.hot_keys))
     d = emulation_config_dict(
@@ -64,7 +73,7 @@ def write_config(b: Bench, link: Link, tag: str):
         cache_fill=dict(enabled=False),
         controller=dict(grpc=f"unix:{run}/no-controller.sock", heartbeat_interval_ms=60_000))
     c, db, cl = d["cache_nodes"][0], d["db_nodes"][0], d["clients"][0]
-    c.update(iface=link.srv.iface, lcores=str(SRV_CORE), idle_sleep_us=0)
+    c.update(iface=link.srv.iface, lcores=str(cache_core), idle_sleep_us=idle_sleep_us)
     db.update(iface=link.srv.iface, data_dir=str(b.db_dir), threads=1, sync_writes=False)
     cl.update(iface=link.gen.iface)
     cfg = parse_config(d, "<bench>")
@@ -106,9 +115,10 @@ def start_cache_node(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Pat
     from exo_topo.grpc_clients import Stubs
     from exoproto import control_pb2 as pb
 
-    db = procs.start(f"{tag}-db0", link.srv.netns, SRV_CORE,
+    core = cache_core_of(cfg)  # the config's one lcore; the whole process stays on it
+    db = procs.start(f"{tag}-db0", link.srv.netns, core,
                      [str(b.build / "db-node/exo-db-node"), "--cluster", str(cfg_path), "--name", DB_NAME])
-    cache = procs.start(f"{tag}-cache0", link.srv.netns, SRV_CORE,
+    cache = procs.start(f"{tag}-cache0", link.srv.netns, core,
                         [str(b.build / "cache-node/exo-cache-node"), "--cluster", str(cfg_path),
                          "--name", CACHE_NAME])
     stubs = Stubs(cfg)
@@ -135,7 +145,73 @@ def start_cache_node(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Pat
     finally:
         stubs.close()
         procs.stop(db)
-    return Target("exo", keys=len(b.hot_keys)), {"pid": cache.pid, "fill": fill}
+    return Target("exo", keys=len(b.hot_keys)), {"pid": cache.pid, "fill": fill, "core": core,
+                                                 "idle_sleep_us": cfg.cache_nodes[0].idle_sleep_us}
+
+
+def cache_core_of(cfg) -> int:
+    lcores = cfg.cache_nodes[0].lcores
+    if not lcores.isdigit():
+        raise ValueError(f"bench config: cache_nodes[0].lcores must be one core, got {lcores!r}")
+    return int(lcores)
+
+
+def start_proxy(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path, cfg) -> tuple[Target, dict]:
+    """The cache node as in the cache_node case, but on the core and with the back-off the config
+    gives it (PROXY_CACHE_PLACEMENT), then exo-proxy pinned to the server core in the generator's
+    namespace: it sends cluster frames over the veth to the cache node, and exo-mcload reaches it
+    over TCP on 127.0.0.1 from the generator core. Ready once a GET of a hot key through it
+    returns the value."""
+    _, cache_info = start_cache_node(b, link, procs, tag, cfg_path, cfg)
+    host, port = PROXY_LISTEN
+    cmd = [str(b.build / "proxy/exo-proxy"), "--config", str(cfg_path), "--client", CLIENT_NAME,
+           "--iface", link.gen.iface, "--listen", f"{host}:{port}", "--log-level", "warn"]
+    proxy = procs.start(f"{tag}-proxy", link.gen.netns, SRV_CORE, cmd)
+    key = b.hot_keys[0]
+    with in_named_netns(link.gen.netns):
+        wait_until(lambda: _proxy_get(host, port, key) == b.value_size, "exo-proxy to answer a GET",
+                   alive=lambda: procs.check_alive(f"{tag}-proxy", proxy))
+    cores = {str(GEN_CORE): ["exo-mcload (the memcached client)",
+                             f"exo-cache-node (idle_sleep_us {cache_info['idle_sleep_us']})"],
+             str(SRV_CORE): ["exo-proxy"]}
+    info = {"pid": proxy.pid, "program": "exo-proxy", "argv": cmd[1:], "listen": f"{host}:{port}",
+            "cache_node": cache_info, "cores": cores}
+    return Target("memcached-tcp", keys=len(b.hot_keys), dst={"server": f"{host}:{port}"}), info
+
+
+def _proxy_get(host: str, port: int, key: bytes) -> int:
+    """Bytes of the value one `get` through the proxy returns (-1 for a miss or an error)."""
+    with socket.create_connection((host, port), timeout=2) as s:
+        s.sendall(b"get %s\r\n" % key)
+        f = s.makefile("rb")
+        line = f.readline()
+        if not line.startswith(b"VALUE "):
+            return -1
+        return int(line.split()[3])
+
+
+def proxy_stats(netns: str, host: str = PROXY_LISTEN[0], port: int = PROXY_LISTEN[1]) -> dict:
+    """The proxy's own counters (`stats`: cluster resends, timeouts, connections, ...);
+    {"error": ...} if it cannot be asked (evidence, not a reason to stop the bench)."""
+    try:
+        return _stats(netns, host, port)
+    except OSError as e:
+        return {"error": f"stats from exo-proxy at {host}:{port}: {e}"}
+
+
+def _stats(netns: str, host: str, port: int) -> dict:
+    out: dict = {}
+    with in_named_netns(netns), socket.create_connection((host, port), timeout=5) as s:
+        s.sendall(b"stats\r\n")
+        f = s.makefile("rb")
+        for raw in iter(f.readline, b""):
+            line = raw.decode(errors="replace").strip()
+            if line == "END":
+                break
+            parts = line.split(" ", 2)
+            if len(parts) == 3 and parts[0] == "STAT":
+                out[parts[1]] = int(parts[2]) if parts[2].isdigit() else parts[2]
+    return out
 
 
 def start_memcached(b: Bench, link: Link, procs: Procs, tag: str, cfg_path: Path, cfg) -> tuple[Target, dict]:

@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.mininet
 ROOT = Path(__file__).resolve().parents[2]
-CASES = ("raw", "cache_node", "memcached", "db_node", "ovs_forward", "ovs_cache_node", "ovs_miss",
+CASES = ("raw", "cache_node", "memcached", "db_node", "proxy", "ovs_forward", "ovs_cache_node", "ovs_miss",
          "ovs_miss_thesis")
 
 
@@ -24,7 +24,8 @@ def bench_leftovers() -> list[str]:
              if n.startswith("exob-")]
     found += [b for b in subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True,
                                         text=True).stdout.split() if b.startswith("exobbr")]
-    for pattern in ("dpdk-testpmd", "memcached -u root", "exo-cache-node", "exo-db-node", "exo-loadgen"):
+    for pattern in ("dpdk-testpmd", "memcached -u root", "exo-cache-node", "exo-db-node", "exo-loadgen",
+                    "exo-proxy", "exo-mcload"):
         if subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0:
             found.append(pattern)
     return found
@@ -71,7 +72,42 @@ def test_smoke_run_writes_every_case_ratio_and_client_figure(tmp_path: Path):
     for k in ("pipelined_gets_per_s", "sync_gets_per_s", "sync_gets_per_s_pure_python"):
         assert doc["client"][k] is not None and doc["client"][k] > 0, k
     assert "cpu_ns_per_request" in doc["cases"]["db_node"]["evidence"]
+    check_proxy_fields(doc)
     assert bench_leftovers() == []
+
+
+def check_proxy_fields(doc: dict) -> None:
+    """The proxy case's JSON (issue 13): hits of the right size through exo-proxy from
+    exo-mcload's many connections, the target, the latency added over exo-loadgen at the same
+    rate, and what shares which core. Never the speed."""
+    case = doc["cases"]["proxy"]
+    assert case["generator"]["program"] == "exo-mcload" and case["generator"]["connections"] >= 64
+    # The cache node behind the proxy shares the generator's core with back-off; the proxy has core 1.
+    assert case["server"]["cores"]["1"] == ["exo-proxy"]
+    assert case["server"]["cache_node"]["core"] == 0 and case["server"]["cache_node"]["idle_sleep_us"] > 0
+    answered = [r for r in case["ceiling"]["runs"] if r["extra"]["answered"] > 0]
+    assert answered, "no GET was answered through the proxy"
+    for r in answered:  # every answer but the proxy's error lines a hit of the value's size for the key asked
+        x = r["extra"]
+        assert x["hits"] == x["answered"] - x["error_replies"]
+        assert x["wrong_key"] == 0 and x["wrong_value_size"] == 0 and x["malformed"] == 0 and x["misses"] == 0
+    assert "cluster_sent" in case["proxy_stats"]
+    lat = case["latency_at_common"]
+    assert lat["rate"] == doc["common_rate"] and lat["direct_same_setup"]["rate"] == doc["common_rate"]
+    px = doc["proxy"]
+    for k in ("gets_per_s", "target_gets_per_s", "met", "passed_at_target_rate", "connections", "depth", "cores",
+              "p50_us", "p99_us",
+              "direct_p50_us", "direct_p99_us", "p50_added_us", "p99_added_us"):
+        assert k in px, k
+    assert px["target_gets_per_s"] == 100_000
+    if px["met"] is False:
+        assert px["short_by"] > 0 and px["limits"]
+    r = doc["ratios"]["proxy_gets_per_s_vs_target"]
+    assert {"value", "target", "met"} <= set(r)
+    if case["ceiling"]["rps"]:
+        ev = case["evidence"]
+        assert "cpu_ns_per_request" in ev and set(ev["cores_busy"]) == {"0", "1"}
+        assert "cache_node" in ev["cpu_utilisation_of"]
 
 
 def test_ctrl_c_removes_everything(tmp_path: Path):

@@ -97,3 +97,112 @@ def test_one_stalled_run_does_not_cap_the_ceiling_but_two_do():
 
     strict = find_ceiling(always_fails_at_50k, start=25_000, max_rate=2e6, max_runs=14)
     assert strict.rps < 50_000
+
+
+# ---- the proxy case (issue 13): GETs/s against 100,000, and the latency it adds
+
+def _proxy_doc(gets, p99=300.0, direct_p99=120.0, node_p99=90.0, rate=40_000, cores_busy=None, proxy_cpu=0.97):
+    doc = _doc(cache=200_000, raw=300_000, mc=60_000, db=80_000, rdb=100_000, cp99=node_p99, dp99=400)
+    doc["cases"]["proxy"] = {
+        "ceiling": {"rps": gets, "limited_by": None},
+        "generator": {"program": "exo-mcload", "connections": 128, "depth": 1},
+        "server": {"cores": {"0": ["exo-mcload (the memcached client)", "exo-cache-node (idle_sleep_us 20)"],
+                             "1": ["exo-proxy"]}},
+        "latency_at_common": {"rate": rate, "p50_us": 100.0, "p99_us": p99, "loss": 0.0,
+                              "direct_same_setup": {"rate": rate, "p50_us": 40.0, "p99_us": direct_p99, "loss": 0.0}},
+        "evidence": {"rate": 0.9 * (gets or 0), "cpu_ns_per_request": 9000.0, "cpu_utilisation": proxy_cpu,
+                     "syscalls_per_request": 2.5, "cores_busy": cores_busy or {"0": 0.6, "1": 0.98},
+                     "cpu_utilisation_of": {"cache_node": 0.3},
+                     "generator_run": {"extra": {"cpu_user_s": 0.2, "cpu_sys_s": 1.1, "answered": 260_000}}},
+        "proxy_stats": {"cluster_sent": 10, "cluster_resent": 0, "cluster_timeouts": 0},
+    }
+    return doc
+
+
+def test_proxy_figures_report_the_target_and_the_latency_added():
+    px = report.proxy_figures(_proxy_doc(gets=120_000))
+    assert px["gets_per_s"] == 120_000 and px["target_gets_per_s"] == 100_000 and px["met"] is True
+    assert px["short_by"] is None and "limits" not in px
+    assert px["connections"] == 128 and px["depth"] == 1
+    assert px["p99_added_us"] == 180.0 and px["p50_added_us"] == 60.0
+    assert px["vs_cache_node_case"]["p99_added_us"] == 210.0
+    assert px["cores"]["1"] == ["exo-proxy"]
+
+
+def test_a_missed_proxy_target_says_by_how_much_and_what_limits_it():
+    px = report.proxy_figures(_proxy_doc(gets=80_000))
+    assert px["met"] is False and px["short_by"] == 20_000 and px["short_by_share"] == 0.2
+    text = " ".join(px["limits"])
+    assert "9000 CPU-ns/request" in text and "core 1 98% busy, of which the proxy process 97%" in text
+    assert "exo-mcload (5.0 us CPU per answer)" in text
+    assert "bound: the proxy's core is full" in text and "bound: the generator's core" not in text
+    r = report.compute_ratios(_proxy_doc(gets=80_000))["proxy_gets_per_s_vs_target"]
+    assert r["value"] == 0.8 and r["target"] == 1.0 and r["met"] is False and r["limits"]
+
+
+def test_a_passing_run_asked_at_the_target_is_said_beside_a_near_miss():
+    doc = _proxy_doc(gets=99_995)
+    doc["cases"]["proxy"]["ceiling"]["runs"] = [
+        {"rate": 100_000, "loss": 0.0, "errors": 0, "generator_limited": False},
+        {"rate": 109_051, "loss": 0.05, "errors": 0, "generator_limited": False}]
+    px = report.proxy_figures(doc)
+    assert px["met"] is False and px["short_by"] == 5 and px["passed_at_target_rate"] is True
+    doc["proxy"], doc["ratios"], doc["common_rate"] = px, report.compute_ratios(doc), 40_000
+    assert "a run asked for 100,000/s passed the loss rule" in report.table(doc)
+    doc["cases"]["proxy"]["ceiling"]["runs"][0]["loss"] = 0.02  # that run failed after all
+    assert report.proxy_figures(doc)["passed_at_target_rate"] is False
+
+
+def test_a_full_generator_core_is_named_as_the_bound():
+    px = report.proxy_figures(_proxy_doc(gets=70_000, cores_busy={"0": 0.99, "1": 0.6}, proxy_cpu=0.55))
+    assert any("bound: the generator's core is full" in s for s in px["limits"])
+    assert not any("bound: the proxy's core" in s for s in px["limits"])
+    # Core 1 full of something else than the proxy: said so, and not blamed on the proxy.
+    px = report.proxy_figures(_proxy_doc(gets=70_000, cores_busy={"0": 0.95, "1": 0.97}, proxy_cpu=0.7))
+    text = " ".join(px["limits"])
+    assert "the proxy process used 70% of it" in text and "bound: the proxy's core" not in text
+    assert "core 0 (exo-mcload and the cache node) is full too" in text
+
+
+def test_proxy_latency_above_its_ceiling_is_flagged_and_unmeasured_is_none():
+    assert "note" in report.proxy_figures(_proxy_doc(gets=30_000, rate=40_000))
+    doc = _proxy_doc(gets=None)
+    doc["cases"]["proxy"]["latency_at_common"] = {}
+    px = report.proxy_figures(doc)
+    assert px["met"] is None and px["p99_added_us"] is None
+    assert report.compute_ratios(doc)["proxy_gets_per_s_vs_target"]["met"] is None
+    assert "error" in report.proxy_figures(_doc(1, 1, 1, 1, 1, 1, 1))
+
+
+def test_table_prints_the_proxy_figures():
+    doc = _proxy_doc(gets=80_000)
+    doc["proxy"] = report.proxy_figures(doc)
+    doc["ratios"] = report.compute_ratios(doc)
+    doc["common_rate"] = 40_000
+    text = report.table(doc)
+    assert "proxy_gets_per_s_vs_target" in text
+    assert "80,000 GETs/s, target 100,000: NOT met, short by 20,000" in text
+    assert "core 1: exo-proxy" in text and "added 60.00 / 180 us" in text
+
+
+def test_mcload_argv_sends_to_the_proxy_and_checks_the_value_size():
+    from pathlib import Path
+
+    from exo_bench.loadgen import Target
+    from exo_bench.mcload import McLoad
+    lg = McLoad(Path("/b/exo-mcload"), "ns", Path("/tmp"), connections=64, depth=2, value_size=512)
+    a = lg.argv(Target("memcached-tcp", keys=2000, dst={"server": "127.0.0.1:11211"}), 12345.6, Path("/o.json"))
+    assert a[a.index("--server") + 1] == "127.0.0.1:11211" and a[a.index("--rate") + 1] == "12346"
+    assert a[a.index("--connections") + 1] == "64" and a[a.index("--depth") + 1] == "2"
+    assert a[a.index("--keys") + 1] == "2000" and a[a.index("--expect-value-size") + 1] == "512"
+    assert "--unix" in lg.argv(Target("memcached-tcp", dst={"unix": "/run/p.sock"}), 1, Path("/o"))
+    import pytest
+    with pytest.raises(ValueError):
+        lg.argv(Target("exo"), 1, Path("/o"))
+
+
+def test_core_busy_shares_from_proc_stat():
+    from exo_bench import evidence
+    before = evidence.core_ticks("cpu  1 2 3 4\ncpu0 100 0 50 800 50 0 0 0 0 0\ncpu1 10 0 0 980 10 0 0 0 0 0\n")
+    after = evidence.core_ticks("cpu0 190 0 60 840 60 0 0 0 0 0\ncpu1 20 0 0 1070 10 0 0 0 0 0\n")
+    assert evidence.busy_share(before, after) == {"0": 0.667, "1": 0.1}
