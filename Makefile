@@ -5,7 +5,7 @@ BUILD ?= build
 PY := .venv/bin/python
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo chaos figures sim proxy-conformance clean
+.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo demo-web chaos figures sim proxy-conformance clean
 
 all: build
 
@@ -46,6 +46,14 @@ bench: build
 
 demo: build
 	@.venv/bin/exo demo
+
+# A web app cached by the cluster (docs/web-demo.md): the catalogue (FastAPI, uvicorn workers, an
+# unprivileged user) reads through exo-proxy; wrk drives it with Zipf-popular URLs and a cache node
+# is killed mid-run. Prints requests/s, p50/p99, the share of GETs served by cache nodes and the
+# failed requests; writes results/demo_web.json. QUICK=1: a short run.
+demo-web: build
+	@mkdir -p results
+	@.venv/bin/exo demo-web $(if $(QUICK),--quick)
 
 # exo-proxy against suites we did not write: pymemcache's integration tests, memccapable and a PHP
 # client, on a Mininet cluster (docs/proxy.md). Writes results/proxy_conformance.json.

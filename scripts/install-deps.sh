@@ -17,6 +17,9 @@ APT_PACKAGES=(
   # exo-proxy's conformance runs (docs/proxy.md): memccapable, and a PHP memcached client;
   # wrk drives the web demo
   libmemcached-tools php-cli php-memcached wrk
+  # the web demo's app (examples/webapp, docs/web-demo.md) runs on /usr/bin/python3 as an
+  # unprivileged user, so it uses Debian's packages, not the venv
+  python3-fastapi python3-uvicorn python3-xxhash
 )
 
 missing=()

@@ -7,7 +7,7 @@ import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from exo_topo.cluster import EmulatedCluster
 from exo_topo.netns import in_netns
@@ -41,11 +41,13 @@ def answers_version(cl: EmulatedCluster, host: str, port: int = PORT) -> bool:
 
 @contextmanager
 def proxy(cl: EmulatedCluster, host: str = "client0", port: int = PORT,
-          unix_path: Path | None = None) -> Iterator[subprocess.Popen]:
+          unix_path: Path | None = None, extra_args: Sequence[str] = ()) -> Iterator[subprocess.Popen]:
+    """extra_args: more exo-proxy options (e.g. --unix-group, --timeout-ms)."""
     cmd = [str(cl.build_dir / "proxy/exo-proxy"), "--config", str(cl.resolved), "--client", host,
            "--listen", f"127.0.0.1:{port}"]
     if unix_path is not None:
         cmd += ["--unix", str(unix_path)]
+    cmd += list(extra_args)
     proc = cl.popen_in(host, cmd, f"proxy-{host}")
     try:
         deadline = time.monotonic() + 20

@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
   }
   Plan plan;
   if (const std::string err = plan_proxy(o, cluster, &plan); !err.empty()) return usage_error(err);
+  UnixAccess unix_access{plan.unix_mode, -1};
+  if (std::string err; !plan.unix_group.empty() && !lookup_group(plan.unix_group, &unix_access.gid, &err))
+    return usage_error(err);
   signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an EPIPE, handled per connection
   const int stop_fd = stop_signals_fd();
   if (stop_fd < 0) {
@@ -78,14 +81,15 @@ int main(int argc, char** argv) {
     LOG_WARN("%s has MAC %s but clients[%s].mac is %s: replies come back to the config's", plan.iface.c_str(),
              exo::format_mac(cs.iface_mac).c_str(), o.client.c_str(), exo::format_mac(plan.endpoint.mac.data()).c_str());
   uint16_t tcp_port = 0;
-  const int tcp = listen_tcp(plan.listen, &err, &tcp_port);
-  if (tcp < 0) {
+  const int tcp = plan.tcp ? listen_tcp(plan.listen, &err, &tcp_port) : -1;
+  if (plan.tcp && tcp < 0) {
     std::fprintf(stderr, "exo-proxy: %s\n", err.c_str());
     return 1;
   }
   int unix_fd = -1;
-  if (!o.unix_path.empty() && (unix_fd = listen_unix(o.unix_path, &err)) < 0) {
+  if (!o.unix_path.empty() && (unix_fd = listen_unix(o.unix_path, &err, unix_access)) < 0) {
     std::fprintf(stderr, "exo-proxy: %s\n", err.c_str());
+    if (tcp >= 0) close(tcp);
     return 1;
   }
 
@@ -97,12 +101,18 @@ int main(int argc, char** argv) {
   int rc = 0;
   {
     EventLoop loop(plan.loop, engine, io, cs.rx);
-    loop.add_listener(tcp);
+    if (tcp >= 0) loop.add_listener(tcp);
     if (unix_fd >= 0) loop.add_listener(unix_fd);
     loop.add_stop_fd(stop_fd);
-    LOG_INFO("listening on %s (port %u)%s%s; cluster client '%s' on %s, UDP port %u, client_id %u", o.listen.c_str(),
-             tcp_port, unix_fd >= 0 ? " and " : "", o.unix_path.c_str(), o.client.c_str(), plan.iface.c_str(),
-             cs.port, client_id);
+    std::string where = tcp >= 0 ? o.listen + " (port " + std::to_string(tcp_port) + ")" : "";
+    if (unix_fd >= 0) {
+      char access_text[64];
+      std::snprintf(access_text, sizeof access_text, " (mode %04o, gid %lld)", plan.unix_mode,
+                    static_cast<long long>(unix_access.gid >= 0 ? unix_access.gid : static_cast<int64_t>(getegid())));
+      where += (where.empty() ? "" : " and ") + o.unix_path + access_text + (tcp >= 0 ? "" : " only (--listen none)");
+    }
+    LOG_INFO("listening on %s; cluster client '%s' on %s, UDP port %u, client_id %u", where.c_str(), o.client.c_str(),
+             plan.iface.c_str(), cs.port, client_id);
     try {
       rc = loop.run();
     } catch (const std::exception& e) {  // nothing in the loop throws by design; say what did

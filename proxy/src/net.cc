@@ -1,17 +1,21 @@
 #include "net.h"
 
 #include <arpa/inet.h>
+#include <grp.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "unix_socket.h"
 
@@ -76,7 +80,7 @@ int listen_tcp(const HostPort& at, std::string* error, uint16_t* bound_port) {
   return fd;
 }
 
-int listen_unix(const std::string& path, std::string* error) {
+int listen_unix(const std::string& path, std::string* error, const UnixAccess& access) {
   sockaddr_un sun;
   if (!fill_sun(path, &sun)) {
     *error = "--unix: path must be 1.." + std::to_string(sizeof sun.sun_path - 1) + " bytes";
@@ -98,8 +102,52 @@ int listen_unix(const std::string& path, std::string* error) {
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return fail(fd, error, "socket(AF_UNIX, SOCK_STREAM)");
   if (bind(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) return fail(fd, error, "--unix: bind " + path);
-  if (listen(fd, SOMAXCONN) != 0) return fail(fd, error, "--unix: listen on " + path);
+  // From here on the file is ours: every failure removes it again.
+  const auto fail_unlink = [&](const std::string& what) {
+    fail(fd, error, what);
+    unlink(path.c_str());
+    return -1;
+  };
+  char mode_text[8];
+  std::snprintf(mode_text, sizeof mode_text, "%04o", access.mode);
+  if (chmod(path.c_str(), static_cast<mode_t>(access.mode)) != 0)
+    return fail_unlink("--unix-mode: chmod " + std::string(mode_text) + " " + path);
+  if (access.gid >= 0 && chown(path.c_str(), static_cast<uid_t>(-1), static_cast<gid_t>(access.gid)) != 0)
+    return fail_unlink("--unix-group: chgrp " + path + " to gid " + std::to_string(access.gid) +
+                       " (the proxy must run as root, with CAP_CHOWN, or as a member of that group)");
+  if (listen(fd, SOMAXCONN) != 0) return fail_unlink("--unix: listen on " + path);
   return fd;
+}
+
+bool lookup_group(const std::string& name_or_gid, int64_t* gid, std::string* error) {
+  if (name_or_gid.empty()) {
+    *error = "--unix-group: empty group name";
+    return false;
+  }
+  int64_t number = 0;
+  const char* end = name_or_gid.data() + name_or_gid.size();
+  if (const auto [p, ec] = std::from_chars(name_or_gid.data(), end, number);
+      ec == std::errc() && p == end && number >= 0 && number < (int64_t{1} << 32) - 1) {
+    *gid = number;  // a number is taken as it is, as chgrp does: the group database may not list it
+    return true;
+  }
+  group gr{};
+  group* found = nullptr;
+  std::vector<char> buf(16384);
+  int rc = 0;
+  while ((rc = getgrnam_r(name_or_gid.c_str(), &gr, buf.data(), buf.size(), &found)) == ERANGE &&
+         buf.size() < (1u << 24))
+    buf.resize(buf.size() * 2);
+  if (rc != 0) {
+    *error = "--unix-group: looking up '" + name_or_gid + "': " + std::strerror(rc);
+    return false;
+  }
+  if (found == nullptr) {
+    *error = "--unix-group: no group named '" + name_or_gid + "' on this host";
+    return false;
+  }
+  *gid = gr.gr_gid;
+  return true;
 }
 
 bool open_cluster_sockets(const std::string& iface, uint32_t ip, int rcvbuf, ClusterSockets* out,

@@ -1,7 +1,8 @@
 // exo-proxy's sockets. Every function returns a descriptor (non-blocking, close-on-exec), or -1
 // with *error naming the step and the address that failed.
 //  - memcached side: a TCP listener on an IPv4 address (127.0.0.1:11211 by default) and an
-//    optional unix stream socket.
+//    optional unix stream socket, whose file gets the permissions and group given (so web
+//    workers of another user reach it by being in its group).
 //  - cluster side, opened as client-lib/exoskeleton/rawio.py does: an AF_PACKET/SOCK_RAW socket
 //    bound to the interface to send frames (protocol 0: it receives nothing; needs CAP_NET_RAW),
 //    and a UDP socket bound to the client's IPv4 address on an ephemeral port, on which the
@@ -23,8 +24,21 @@ struct HostPort {
 std::optional<HostPort> parse_host_port(const std::string& text);
 
 int listen_tcp(const HostPort& at, std::string* error, uint16_t* bound_port = nullptr);
+
+// Who may connect to the unix socket: the file's permission bits and group, set after bind and
+// before listen, so no client can connect while the file still has the umask's permissions.
+struct UnixAccess {
+  uint32_t mode = 0660;
+  int64_t gid = -1;  // -1: keep the group the file was created with (the proxy's)
+};
+
 // Removes a stale socket file at `path` first (never anything else: common/cpp/unix_socket.h).
-int listen_unix(const std::string& path, std::string* error);
+// On failure the socket file it created is removed again.
+int listen_unix(const std::string& path, std::string* error, const UnixAccess& access = {});
+
+// --unix-group: a group name from the group database, or a decimal gid. False with *error
+// naming the option when there is no such group.
+bool lookup_group(const std::string& name_or_gid, int64_t* gid, std::string* error);
 
 struct ClusterSockets {
   int tx = -1;  // AF_PACKET raw: whole frames out

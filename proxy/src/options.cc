@@ -24,8 +24,15 @@ CliResult parse_options(const std::vector<std::string>& args, Options* o) {
   app.add_option("--client", o->client, "which clients[] entry of the config this proxy is (MAC, IP, iface)")
       ->required();
   app.add_option("--iface", o->iface, "interface to send on (default: the client's iface)");
-  app.add_option("--listen", o->listen, "TCP address for memcached clients, IPv4:port")->capture_default_str();
+  app.add_option("--listen", o->listen,
+                 "TCP address for memcached clients, IPv4:port; 'none': no TCP listener (needs --unix)")
+      ->capture_default_str();
   app.add_option("--unix", o->unix_path, "also listen on this unix socket path");
+  app.add_option("--unix-mode", o->unix_mode,
+                 "octal permissions of the unix socket file (default 0660: its owner and group may connect)");
+  app.add_option("--unix-group", o->unix_group,
+                 "group (name or number) of the unix socket file, e.g. the web workers' group (default: the "
+                 "proxy's own group)");
   app.add_option("--max-conns", o->max_conns, "client connections at most; more are closed at once")
       ->capture_default_str();
   app.add_option("--window", o->window, "cluster requests in flight at most, all connections together")
@@ -51,8 +58,15 @@ std::string plan_proxy(const Options& o, const Cluster& cluster, Plan* plan) {
                                range("--rcvbuf", o.rcvbuf, 65536, 1u << 30)}) {
     if (!e.empty()) return e;
   }
-  const auto listen = parse_host_port(o.listen);
-  if (!listen) return "--listen: want IPv4:port, e.g. 127.0.0.1:11211 (got '" + o.listen + "')";
+  const bool tcp = o.listen != "none";
+  const auto listen = tcp ? parse_host_port(o.listen) : std::optional<HostPort>(HostPort{});
+  if (!listen) return "--listen: want IPv4:port, e.g. 127.0.0.1:11211, or none (got '" + o.listen + "')";
+  if (!tcp && o.unix_path.empty()) return "--listen none: needs --unix (else nothing would listen)";
+  if (o.unix_path.empty() && o.unix_mode) return "--unix-mode: needs --unix";
+  if (o.unix_path.empty() && o.unix_group) return "--unix-group: needs --unix";
+  const auto mode = o.unix_mode ? parse_unix_mode(*o.unix_mode) : std::optional<uint32_t>(kDefaultUnixMode);
+  if (!mode) return "--unix-mode: want an octal mode 0..0777, e.g. 0660 (got '" + *o.unix_mode + "')";
+  if (o.unix_group && o.unix_group->empty()) return "--unix-group: empty group name";
   const NodeInfo* client = nullptr;
   std::string known;
   for (const NodeInfo& c : cluster.clients) {
@@ -72,7 +86,10 @@ std::string plan_proxy(const Options& o, const Cluster& cluster, Plan* plan) {
 
   plan->client = *client;
   plan->iface = o.iface.empty() ? client->iface : o.iface;
+  plan->tcp = tcp;
   plan->listen = *listen;
+  plan->unix_mode = *mode;
+  plan->unix_group = o.unix_group.value_or("");
   plan->endpoint = client::Endpoint{client->mac, client->ip, 0, cluster.service_ip, cluster.udp_port};
   plan->engine = client::EngineOptions{o.window, o.timeout_ms / 1000.0, static_cast<int>(o.retries)};
   plan->loop.max_conns = o.max_conns;
@@ -82,6 +99,17 @@ std::string plan_proxy(const Options& o, const Cluster& cluster, Plan* plan) {
   s.max_pending = o.max_pending;
   s.max_output = o.max_output;
   return "";
+}
+
+std::optional<uint32_t> parse_unix_mode(const std::string& text) {
+  if (text.empty() || text.size() > 4) return std::nullopt;
+  uint32_t mode = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '7') return std::nullopt;
+    mode = mode * 8 + static_cast<uint32_t>(c - '0');
+  }
+  if (mode > 0777) return std::nullopt;
+  return mode;
 }
 
 }  // namespace exo::proxy

@@ -1,10 +1,24 @@
 """`exo`: the Exoskeleton command line.
 
     exo demo                      bring up the demo cluster, run the workload, write results/demo.json
+    exo demo-web                  a web app cached by the cluster, driven by wrk; results/demo_web.json
     exo config check FILE         validate a cluster config (errors name the field)
     exo config resolve FILE [-o]  write the JSON the C++ nodes read
     exo config generate ...       write an emulation config (n cache / db / client nodes)
     exo config reference          print the config reference generated from the schema
+
+An emulated cluster that stays up between commands (docs/operations.md, "Running an emulated
+cluster by hand"):
+
+    exo up [--config FILE]        start it in the background; prints the client hosts, their
+                                  `ip netns exec` / `mnexec -a` lines and the proxy socket
+    exo get KEY                   the value (exit 0) or NOT_FOUND (exit 1); errors exit 2
+    exo set KEY VALUE             STORED
+    exo del KEY                   DELETED (exit 0) or NOT_FOUND (exit 1)
+    exo stats [--watch] [--json]  nodes, requests/s, hit ratio, rule budget, Ruleset 2 size
+    exo rules [--json]            Ruleset 2 as the switch holds it
+    exo down                      stop it (also after the supervisor was killed with SIGKILL)
+Commands for a running cluster take --cluster NAME when more than one is up.
 """
 from __future__ import annotations
 
@@ -19,6 +33,8 @@ from pathlib import Path
 import yaml
 
 from exo_common.config import ConfigError, load_config, resolve
+
+from .state import StateError, running
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,6 +87,142 @@ def cmd_generate(args) -> int:
     return 0
 
 
+def _need_root(what: str) -> bool:
+    if os.geteuid() != 0:
+        print(f"exo {what} needs root (Mininet, Open vSwitch, the nodes' sockets)", file=sys.stderr)
+        return False
+    return True
+
+
+def cmd_up(args) -> int:
+    from .up import UpError, up
+    if not _need_root("up"):
+        return 2
+    cfg = load_config(args.config)
+    run_dir = Path(args.run_dir or f"/tmp/exo/{cfg.cluster.name}").resolve()
+    try:
+        return up(cfg, Path(args.config), run_dir, args.timeout, args.fresh)
+    except UpError as err:
+        print(f"exo up: {err}", file=sys.stderr)
+        return 1
+    except StateError as err:
+        print(f"exo up: {err}", file=sys.stderr)
+        return 2
+
+
+def cmd_down(args) -> int:
+    from .down import down
+    if not _need_root("down"):
+        return 2
+    try:
+        return down(args.cluster, args.timeout)
+    except StateError as err:
+        print(f"exo down: {err}", file=sys.stderr)
+        return 2
+
+
+def cmd_stats(args) -> int:
+    from .stats import run
+    if not _need_root("stats"):
+        return 2
+    try:
+        st = running(args.cluster)
+    except StateError as err:
+        print(f"exo stats: {err}", file=sys.stderr)
+        return 2
+    return run(st, args.interval, args.watch, args.json)
+
+
+def cmd_rules(args) -> int:
+    from . import rules
+    if not _need_root("rules"):
+        return 2
+    try:
+        st = running(args.cluster)
+        cfg = load_config(st.data["cluster_yaml"])
+        ports = {n.switch_port: n.name for n in cfg.cache_nodes}
+        s = rules.summary(rules.ruleset2(rules.parse_dump(rules.dump(cfg.switch.bridge)), ports),
+                          cfg.switch.cache_rule_capacity)
+    except (StateError, rules.RulesError) as err:
+        print(f"exo rules: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"cluster": st.cluster, "bridge": cfg.switch.bridge, **s}, indent=1))
+    else:
+        print("\n".join(rules.render(s, args.top)))
+    return 0
+
+
+def cmd_kv(args) -> int:
+    from . import kv
+    return {"get": kv.cmd_get, "set": kv.cmd_set, "del": kv.cmd_del}[args.cmd](args)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < v <= 3600:
+        raise argparse.ArgumentTypeError(f"{text} s: must be more than 0 and at most 3600")
+    return v
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v}: must be at least 1")
+    return v
+
+
+def _add_cluster_commands(sub) -> None:
+    """exo up / down / get / set / del / stats / rules (the emulated cluster left running)."""
+    def cluster_opt(sp):
+        sp.add_argument("--cluster", help="the cluster's name (cluster.name), when more than one is up")
+
+    u = sub.add_parser("up", help="start an emulated cluster that keeps running (exo down stops it)")
+    u.add_argument("--config", default=str(REPO / "configs" / "demo.yaml"))
+    u.add_argument("--run-dir", default=None, help="logs, sockets, data (default /tmp/exo/<cluster name>)")
+    u.add_argument("--timeout", type=_positive_seconds, default=180.0,
+                   help="seconds to wait for the cluster to come up (default 180)")
+    u.add_argument("--fresh", action="store_true", help="delete the db nodes' data dirs first "
+                   "(default: keep what an earlier run stored)")
+    u.set_defaults(func=cmd_up)
+
+    dn = sub.add_parser("down", help="stop the cluster exo up started")
+    cluster_opt(dn)
+    dn.add_argument("--timeout", type=_positive_seconds, default=120.0,
+                    help="seconds to wait for the supervisor's teardown before SIGKILL and a sweep (default 120)")
+    dn.set_defaults(func=cmd_down)
+
+    for name, helptext, value in (("get", "print a key's value", False), ("set", "store a value", True),
+                                  ("del", "delete a key", False)):
+        kp = sub.add_parser(name, help=f"{helptext} (through the cluster's exo-proxy; no root needed)")
+        cluster_opt(kp)
+        kp.add_argument("--socket", help="the exo-proxy unix socket (default: the one exo up started)")
+        kp.add_argument("key")
+        if value:
+            kp.add_argument("value")
+        kp.set_defaults(func=cmd_kv)
+
+    st = sub.add_parser("stats", help="nodes, requests/s, hit ratio, rule budget, Ruleset 2 size")
+    cluster_opt(st)
+    st.add_argument("--watch", action="store_true", help="a new table every interval until Ctrl-C")
+    st.add_argument("--interval", type=_positive_seconds, default=1.0,
+                    help="seconds between the two samples a rate is computed from (default 1)")
+    st.add_argument("--json", action="store_true", help="one JSON object (per interval with --watch)")
+    st.set_defaults(func=cmd_stats)
+
+    r = sub.add_parser("rules", help="Ruleset 2 as the switch holds it")
+    cluster_opt(r)
+    r.add_argument("--top", type=_positive_int, default=None, help="show only the N busiest rules")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_rules)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="exo", description="Exoskeleton key-value cluster")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -90,6 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--window", type=int, default=16, help="requests in flight per client")
     d.set_defaults(func=cmd_demo)
 
+    # exo demo-web: a web app cached by the cluster (demo_web_cli.py, docs/web-demo.md)
+    from .demo_web_cli import add_parser as add_demo_web_parser
+    add_demo_web_parser(sub)
+
     c = sub.add_parser("config", help="validate or resolve a cluster config")
     csub = c.add_subparsers(dest="action", required=True)
     chk = csub.add_parser("check")
@@ -108,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     for sp in (chk, res):
         sp.set_defaults(func=cmd_config)
     gen.set_defaults(func=cmd_generate)
+    _add_cluster_commands(sub)
     return p
 
 
