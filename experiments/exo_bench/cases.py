@@ -21,7 +21,7 @@ from .procs import GEN_CORE, SRV_CORE, Procs, pinned
 from .search import Ceiling, Run, find_ceiling
 from .servers import (CACHE_NAME, CLIENT_NAME, DB_NAME, PROXY_CACHE_PLACEMENT, Bench, node_addrs, proxy_stats,
                       start_cache_node, start_db_node, start_memcached, start_miss_reflector, start_proxy,
-                      start_reflector, write_config)
+                      start_reflector, warm_page_cache, write_config)
 
 
 @dataclass
@@ -226,7 +226,9 @@ class Runner:
 
     # ---- the in-process baseline and the client
     def rocksdb(self, batch: int = 1) -> dict:
-        """Random point reads through the node's own RocksStore (batch 1: Get, else MultiGet)."""
+        """Random point reads through the node's own RocksStore (batch 1: Get, else MultiGet),
+        from the same warm page cache as the db node's case (servers.warm_page_cache)."""
+        warmed = warm_page_cache(self.b.db_dir)
         out = self.runs_dir / f"rocksdb-in-process-b{batch}.json"
         cmd = pinned(None, SRV_CORE, [str(self.b.build / "db-node/exo-rocksdb-bench"),
                                       "--data-dir", str(self.b.db_dir), "--keys", str(self.b.db_keys),
@@ -237,6 +239,7 @@ class Runner:
         if r.returncode != 0:
             raise RuntimeError(f"exo-rocksdb-bench exited {r.returncode}: {r.stderr.strip()[-1500:]}")
         doc = json.loads(out.read_text())
+        doc["page_cache_warmed"] = warmed
         self.say(f"rocksdb_in_process: {doc.get('gets_per_s', 0):,.0f} gets/s")
         return doc
 
