@@ -78,6 +78,12 @@ def _db_breakdown(doc: dict) -> list[str]:
                    f"for RocksDB's Get alone: {extra:.0f} ns per request go to the packet path (AF_PACKET "
                    f"receive and send through the kernel, {ev.get('syscalls_per_request', '?')} syscalls and "
                    f"{ev.get('context_switches_per_s', '?')} context switches/s) and the request handler")
+    port = ((doc["cases"].get("raw") or {}).get("evidence") or {}).get("cpu_ns_per_request")
+    if port and rdb.get("cpu_ns_per_get"):
+        get_ns = rdb["cpu_ns_per_get"]
+        out.append(f"bound: the reflector alone costs {port:.0f} CPU-ns per request on this af_packet port, so a "
+                   f"node doing one Get ({get_ns:.0f} ns) per request reaches at most about "
+                   f"{get_ns / (get_ns + port):.2f} x in-process RocksDB here (docs/bench.md)")
     runs = (((doc["cases"].get("db_node") or {}).get("ceiling") or {}).get("runs")) or []
     failed = [r for r in runs if not r.get("generator_limited") and r["loss"] > 0.01]
     if failed:
