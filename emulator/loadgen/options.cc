@@ -6,30 +6,16 @@
 #include <cmath>
 #include <optional>
 #include <random>
-#include <sstream>
 
 #include "cli_parse.h"
 #include "loadgen/memcached_udp.h"
+#include "loadgen/option_checks.h"
 #include "wire.h"
 
 namespace exo::loadgen {
 namespace {
 
 constexpr uint64_t kMaxWindow = uint64_t{1} << 26;  // 1 GiB of send slots
-constexpr double kMaxDuration = 7 * 86400.0;
-
-// Decimal digits of n (1 for 0).
-unsigned digits(uint64_t n) {
-  unsigned d = 1;
-  for (; n >= 10; n /= 10) ++d;
-  return d;
-}
-
-std::string fmt(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 
 // "" or the error of a MAC option: six hex pairs, not all zero; a source must be unicast.
 std::string check_mac(const char* option, const std::string& text, bool source) {
@@ -127,11 +113,7 @@ std::string check_options(const Options& o) {
   if (o.drain_ms > 600'000) return "--drain-ms: must be <= 600000";
   if (o.key_size < 9 || o.key_size > wire::kMaxKeyLen)
     return "--key-size: must be in 9..250 (got " + std::to_string(o.key_size) + ")";
-  if (o.keys < 1) return "--keys: must be >= 1";
-  if (digits(o.keys - 1) > o.key_size - 4)
-    return "--keys: key ids up to " + std::to_string(o.keys - 1) + " need " +
-           std::to_string(digits(o.keys - 1)) + " digits; --key-size " +
-           std::to_string(o.key_size) + " leaves " + std::to_string(o.key_size - 4);
+  if (std::string e = check_key_space(o.keys, o.key_size); !e.empty()) return e;
   if (!(o.alpha >= 0 && o.alpha <= 3)) return "--alpha: must be in [0, 3] (got " + fmt(o.alpha) + ")";
   if (!(o.get_ratio >= 0 && o.get_ratio <= 1))
     return "--get-ratio: must be in [0, 1] (got " + fmt(o.get_ratio) + ")";

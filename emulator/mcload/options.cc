@@ -7,29 +7,20 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <sstream>
 
+#include "loadgen/option_checks.h"
 #include "mcload/reply_parser.h"
 
 namespace exo::mcload {
+
+using loadgen::check_key_space;
+using loadgen::fmt;
+using loadgen::kMaxDuration;
 namespace {
 
-constexpr double kMaxDuration = 7 * 86400.0;
 constexpr uint32_t kMaxConnections = 60'000;
 constexpr uint32_t kMaxDepth = 4096;
 constexpr uint32_t kMaxMcKey = 250;  // memcached's KEY_MAX_LENGTH
-
-unsigned digits(uint64_t n) {
-  unsigned d = 1;
-  for (; n >= 10; n /= 10) ++d;
-  return d;
-}
-
-std::string fmt(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 
 std::string ipv4_text(uint32_t ip) {
   return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
@@ -115,10 +106,7 @@ std::string plan_run(const Options& o, Plan* plan) {
     return "--depth: must be in 1.." + std::to_string(kMaxDepth) + " (got " + std::to_string(o.depth) + ")";
   if (o.key_size < 5 || o.key_size > kMaxMcKey)
     return "--key-size: must be in 5..250 (got " + std::to_string(o.key_size) + ")";
-  if (o.keys < 1) return "--keys: must be >= 1";
-  if (digits(o.keys - 1) > o.key_size - 4)
-    return "--keys: key ids up to " + std::to_string(o.keys - 1) + " need " + std::to_string(digits(o.keys - 1)) +
-           " digits; --key-size " + std::to_string(o.key_size) + " leaves " + std::to_string(o.key_size - 4);
+  if (std::string e = check_key_space(o.keys, o.key_size); !e.empty()) return e;
   if (!(o.alpha >= 0 && o.alpha <= 3)) return "--alpha: must be in [0, 3] (got " + fmt(o.alpha) + ")";
   if (o.has_expect_value_size && o.expect_value_size > kDefaultMaxValue)
     return "--expect-value-size: must be <= " + std::to_string(kDefaultMaxValue) + " (memcached's item limit)";
