@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,15 @@ inline CliResult parse_cli(CLI::App& app, const std::vector<std::string>& args) 
   }
   r.run = true;
   return r;
+}
+
+// For a result that does not run: prints its message (help to stdout, a usage error to stderr)
+// and returns the exit code for main() to return.
+inline int print_cli_exit(const CliResult& r) {
+  std::FILE* to = r.exit_code == 0 ? stdout : stderr;
+  std::fputs(r.message.c_str(), to);
+  if (r.message.empty() || r.message.back() != '\n') std::fputc('\n', to);
+  return r.exit_code;
 }
 
 }  // namespace exo

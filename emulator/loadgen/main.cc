@@ -56,12 +56,7 @@ int main(int argc, char** argv) {
   if (int rc = 0; run_print_keys(std::vector<std::string>(argv, argv + argc), &rc)) return rc;
   Options o;
   const ParseResult parsed = parse_options(std::vector<std::string>(argv, argv + argc), &o);
-  if (!parsed.run) {
-    std::FILE* to = parsed.exit_code == 0 ? stdout : stderr;
-    std::fputs(parsed.message.c_str(), to);
-    if (parsed.message.empty() || parsed.message.back() != '\n') std::fputc('\n', to);
-    return parsed.exit_code;
-  }
+  if (!parsed.run) return exo::print_cli_exit(parsed);
   exo::Cluster cluster;
   try {
     cluster = exo::load_cluster(o.config);

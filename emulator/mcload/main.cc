@@ -76,12 +76,7 @@ ProcessCpu process_cpu() {
 int main(int argc, char** argv) {
   Options o;
   const ParseResult parsed = parse_options(std::vector<std::string>(argv, argv + argc), &o);
-  if (!parsed.run) {
-    std::FILE* to = parsed.exit_code == 0 ? stdout : stderr;
-    std::fputs(parsed.message.c_str(), to);
-    if (parsed.message.empty() || parsed.message.back() != '\n') std::fputc('\n', to);
-    return parsed.exit_code;
-  }
+  if (!parsed.run) return exo::print_cli_exit(parsed);
   Plan plan;
   if (const std::string err = plan_run(o, &plan); !err.empty()) {
     std::fprintf(stderr, "exo-mcload: %s\n", err.c_str());

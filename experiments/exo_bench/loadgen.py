@@ -53,11 +53,15 @@ class Loadgen:
         self.count += 1
         out = self.out_dir / f"{label}-{self.count:03d}-{rate:.0f}.json"
         cmd = pinned(self.gen.netns, self.core, self.argv(t, rate, out))
-        r = subprocess.run(cmd, capture_output=True, text=True,
-                           timeout=self.duration_s + self.drain_ms / 1000 + 60)
-        if r.returncode != 0:
-            raise RuntimeError(f"exo-loadgen exited {r.returncode}: {r.stderr.strip()[-1500:]}")
-        return run_of(json.loads(out.read_text()), rate, str(out))
+        return run_of(run_generator("exo-loadgen", cmd, out, self.duration_s, self.drain_ms), rate, str(out))
+
+
+def run_generator(tool: str, cmd: list[str], out: Path, duration_s: float, drain_ms: int) -> dict:
+    """Run one generator (exo-loadgen or exo-mcload) to completion and read the JSON it wrote."""
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration_s + drain_ms / 1000 + 60)
+    if r.returncode != 0:
+        raise RuntimeError(f"{tool} exited {r.returncode}: {r.stderr.strip()[-1500:]}")
+    return json.loads(out.read_text())
 
 
 def run_of(doc: dict, rate: float, path: str = "") -> Run:

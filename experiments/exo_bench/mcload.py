@@ -4,12 +4,10 @@ has exo-loadgen's totals (emulator/mcload/README.md), so `run_of` reads it and s
 it by the same loss rule; the TCP-only counters go into `Run.extra`."""
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .loadgen import Target, run_of
+from .loadgen import Target, run_generator, run_of
 from .procs import GEN_CORE, pinned
 from .search import Run
 
@@ -43,7 +41,8 @@ class McLoad:
             raise ValueError(f"exo-mcload speaks memcached over TCP, not {t.protocol!r}")
         where = ["--unix", t.dst["unix"]] if "unix" in t.dst else ["--server", t.dst.get("server", "127.0.0.1:11211")]
         return [str(self.binary), *where, "--rate", f"{rate:.0f}", "--duration", str(self.duration_s),
-                "--drain-ms", str(self.drain_ms), "--max-wait-ms", str(self.max_wait_ms), "--connections", str(self.connections), "--depth", str(self.depth),
+                "--drain-ms", str(self.drain_ms), "--max-wait-ms", str(self.max_wait_ms),
+                "--connections", str(self.connections), "--depth", str(self.depth),
                 "--keys", str(t.keys), "--alpha", "0", "--key-size", str(self.key_size),
                 "--expect-value-size", str(self.value_size), "--seed", str(self.seed), "--out", str(out), "--quiet"]
 
@@ -51,11 +50,7 @@ class McLoad:
         self.count += 1
         out = self.out_dir / f"{label}-{self.count:03d}-{rate:.0f}.json"
         cmd = pinned(self.netns, GEN_CORE, self.argv(t, rate, out))
-        r = subprocess.run(cmd, capture_output=True, text=True,
-                           timeout=self.duration_s + self.drain_ms / 1000 + 60)
-        if r.returncode != 0:
-            raise RuntimeError(f"exo-mcload exited {r.returncode}: {r.stderr.strip()[-1500:]}")
-        doc = json.loads(out.read_text())
+        doc = run_generator("exo-mcload", cmd, out, self.duration_s, self.drain_ms)
         run = run_of(doc, rate, str(out))
         run.extra.update({k: doc["totals"][k] for k in MCLOAD_EXTRA if k in doc["totals"]})
         return run

@@ -44,12 +44,7 @@ int main(int argc, char** argv) {
   exo::log_program() = "exo-proxy";
   Options o;
   const CliResult parsed = parse_options(std::vector<std::string>(argv, argv + argc), &o);
-  if (!parsed.run) {
-    std::FILE* to = parsed.exit_code == 0 ? stdout : stderr;
-    std::fputs(parsed.message.c_str(), to);
-    if (parsed.message.empty() || parsed.message.back() != '\n') std::fputc('\n', to);
-    return parsed.exit_code;
-  }
+  if (!parsed.run) return exo::print_cli_exit(parsed);
   if (!exo::set_log_level(o.log_level))
     return usage_error("--log-level: must be debug, info, warn or error (got '" + o.log_level + "')");
   exo::Cluster cluster;
