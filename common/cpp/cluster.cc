@@ -141,6 +141,10 @@ Cluster to_cluster(const config::ResolvedCluster& m, const std::string& source) 
   if (m.switch_().has_rule_update_rate()) c.rule_update_rate = m.switch_().rule_update_rate();
   if (!(c.rule_update_rate > 0)) bad(source, "switch.rule_update_rate", "must be > 0");
   c.controller_grpc = m.controller().grpc();
+  c.controller_metrics = m.controller().metrics();
+  c.security.insecure_dev_mode = m.security().insecure_dev_mode();
+  c.security.cert_dir = m.security().cert_dir();
+  c.security.operators.assign(m.security().operators().begin(), m.security().operators().end());
   c.hot_keys = hot_keys(m.hot_keys(), source);
   c.cache_fill = cache_fill(m.cache_fill(), source);
   c.emulation = emulation(m.emulation(), source);
@@ -157,6 +161,7 @@ Cluster to_cluster(const config::ResolvedCluster& m, const std::string& source) 
     n.idle_sleep_us = x.idle_sleep_us();
     n.eal_args.assign(x.eal_args().begin(), x.eal_args().end());
     n.rate_limit_rps = x.rate_limit_rps();
+    n.metrics = x.metrics();
     if (n.rate_limit_rps < 0) bad(source, where + ".rate_limit_rps", "must be >= 0");
     c.cache_nodes.push_back(std::move(n));
   }
@@ -170,12 +175,17 @@ Cluster to_cluster(const config::ResolvedCluster& m, const std::string& source) 
     n.sync_writes = x.sync_writes();
     n.cache_node = x.cache_node();  // null in the file: empty, no cache node
     n.emulator = x.emulator();      // null: empty, a real exo-db-node
+    n.metrics = x.metrics();
     c.db_nodes.push_back(std::move(n));
   }
   for (int i = 0; i < m.clients_size(); ++i) {
     NodeInfo n;
     fill_node(m.clients(i), n, "clients[" + std::to_string(i) + "]", source);
     c.clients.push_back(std::move(n));
+  }
+  for (int i = 0; i < m.proxies_size(); ++i) {
+    const auto& x = m.proxies(i);
+    c.proxies.push_back(ProxyInfo{x.name(), x.client(), x.metrics()});
   }
   // The slot table every routing decision indexes: exactly 2^partition_bits valid owners.
   if (static_cast<size_t>(m.partitions_size()) != (size_t{1} << c.partition_bits))
@@ -227,6 +237,25 @@ const DbNodeInfo* Cluster::find_db(const std::string& name) const {
   for (const auto& d : db_nodes)
     if (d.name == name) return &d;
   return nullptr;
+}
+
+const ProxyInfo* Cluster::find_proxy(const std::string& name) const {
+  for (const auto& p : proxies)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string Cluster::role_of(const std::string& name) const {
+  if (name == "controller" || name == "switch") return name;
+  if (find_cache(name) != nullptr) return "cache";
+  if (find_db(name) != nullptr) return "db";
+  if (find_proxy(name) != nullptr) return "proxy";
+  // A wimpy emulator process speaks for every db node it hosts, with one certificate.
+  for (const auto& d : db_nodes)
+    if (!d.emulator.empty() && d.emulator == name) return "db";
+  for (const auto& o : security.operators)
+    if (o == name) return "operator";
+  return "";
 }
 
 Cluster load_cluster(const std::string& path) {

@@ -43,6 +43,7 @@ struct CacheNodeInfo : NodeInfo {
   uint32_t idle_sleep_us = 20;
   std::vector<std::string> eal_args;
   double rate_limit_rps = 0;  // 0 = unlimited; scaled experiments cap the cache node
+  std::string metrics;        // "<ipv4>:<port>" of the /metrics listener; empty: none
 };
 
 struct DbNodeInfo : NodeInfo {
@@ -52,6 +53,23 @@ struct DbNodeInfo : NodeInfo {
   bool sync_writes = true;
   std::string cache_node;  // may be empty (no cache nodes)
   std::string emulator;    // empty: a real exo-db-node; else the emulator process hosting it
+  std::string metrics;     // "<ipv4>:<port>" of the /metrics listener; empty: none
+};
+
+// proxies[]: an exo-proxy speaking for one client host (docs/proxy.md).
+struct ProxyInfo {
+  std::string name;
+  std::string client;   // a clients[] name
+  std::string metrics;  // "<ipv4>:<port>" of the /metrics listener; empty: none
+};
+
+// security section (docs/security.md): mutual TLS and per-role checks on every gRPC call.
+struct SecurityConfig {
+  bool insecure_dev_mode = false;  // true: plaintext, no caller checks (a developer's laptop)
+  std::string cert_dir = "/etc/exo/pki";  // ca.crt, <name>.crt, <name>.key
+  std::vector<std::string> operators{"operator"};
+
+  bool operator==(const SecurityConfig&) const = default;
 };
 
 // emulation section: the wimpy emulator (thesis 4.1.1), many db nodes in one DPDK process.
@@ -103,12 +121,15 @@ struct Cluster {
   uint32_t partition_bits = 8;
   double rule_update_rate = 50.0;  // switch.rule_update_rate: R, flow-mods/s the switch accepts
   std::string controller_grpc;
+  std::string controller_metrics;  // controller.metrics
+  SecurityConfig security;
   HotKeysConfig hot_keys;
   CacheFillConfig cache_fill;
   EmulationConfig emulation;
   std::vector<CacheNodeInfo> cache_nodes;
   std::vector<DbNodeInfo> db_nodes;
   std::vector<NodeInfo> clients;
+  std::vector<ProxyInfo> proxies;
   std::vector<uint32_t> slot_owner;  // slot -> index into db_nodes
 
   // Index into db_nodes of the node owning this 40-bit key hash.
@@ -119,6 +140,10 @@ struct Cluster {
 
   const CacheNodeInfo* find_cache(const std::string& name) const;
   const DbNodeInfo* find_db(const std::string& name) const;
+  const ProxyInfo* find_proxy(const std::string& name) const;
+  // The role a certificate name has in this cluster: "controller", "switch", "cache", "db",
+  // "proxy", "operator", or "" for a name the config does not know (config.py roles()).
+  std::string role_of(const std::string& name) const;
 };
 
 // Throws ClusterError naming the file and field on any problem.

@@ -22,6 +22,20 @@ MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 REQUEST_PREFIXES = ("aa", "ba")
 
 
+RESERVED_NAMES = ("controller", "switch")  # certificate names of the controller and the OpenFlow switch
+
+
+def check_metrics_address(v: str) -> str:
+    """"" (no listener) or "<IPv4>:<port>": where a component serves Prometheus /metrics."""
+    if v == "":
+        return v
+    host, sep, port = v.rpartition(":")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError("must be \"\" or <IPv4>:<port>, e.g. 172.31.0.11:9100")
+    ipaddress.IPv4Address(host)
+    return v
+
+
 class ConfigError(ValueError):
     """A cluster config that cannot be used. The message names each bad field."""
 
@@ -104,7 +118,23 @@ class ControllerSection(_Strict):
     openflow_port: int = Field(6653, ge=1, le=65535, description="OpenFlow TCP port.")
     grpc: str = Field("unix:/tmp/exo/controller.sock", description="gRPC address of the controller API.")
     heartbeat_interval_ms: int = Field(100, ge=10, le=60_000, description="The controller polls every cache node with CacheNode.Stats this often, each call with a deadline of the same length (docs/switch-rules.md, \"Cache node liveness\").")
+    metrics: str = Field("", description="<IPv4>:<port> where the controller serves Prometheus text exposition on /metrics over HTTP (docs/operations.md, \"Metrics\"); \"\": none.")
     heartbeat_misses: int = Field(3, ge=1, le=1000, description="Consecutive failed heartbeats after which a cache node is declared DOWN: its Ruleset 2 rules are withdrawn with one flow-mod, the db nodes forget it, and its rule adds are rejected until it rejoins. Its switch port going link-down or deleted declares it DOWN at once.")
+
+
+class SecuritySection(_Strict):
+    """Who may change the cluster (docs/security.md): mutual TLS on every gRPC channel and on OpenFlow."""
+    insecure_dev_mode: bool = Field(False, description="true: plaintext gRPC and OpenFlow and no caller checks, for a developer's laptop only. The demo, the tests and the rehearsal run with it false.")
+    cert_dir: str = Field("/etc/exo/pki", description="Directory `exo certs init` fills: ca.crt, and <name>.crt + <name>.key for the controller, the switch, every cache node, db node, proxy and operator named here. Each program reads its own pair (by its name) and ca.crt.")
+    operators: list[str] = Field(["operator"], description="Names of operator certificates (the exo CLI, dashboards): they may read stats and rules and pin or evict keys, nothing else.")
+
+    @field_validator("operators")
+    @classmethod
+    def _operators(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not NAME_RE.match(name):
+                raise ValueError(f"{name!r}: must be 1-10 chars of [a-z0-9], starting with a letter")
+        return v
 
 
 class _Node(_Strict):
@@ -152,6 +182,7 @@ class CacheNodeConfig(_Node):
     burst: int = Field(32, ge=1, le=512, description="Packets per RX/TX burst.")
     idle_sleep_us: int = Field(20, ge=0, description="Sleep after an empty burst; 0 = spin (deployment).")
     eal_args: list[str] = Field(default_factory=list, description="Extra DPDK EAL args (a NIC deployment puts -a PCI here).")
+    metrics: str = Field("", description="<IPv4>:<port> of this node's Prometheus /metrics HTTP listener; \"\": none.")
     rate_limit_rps: float = Field(0.0, ge=0, description="Requests/s this node answers at most; frames beyond that are dropped and counted (rate_limited). 0 = unlimited (deployment). Scaled experiments set it to keep the thesis's cache : db capacity ratio (docs/figures.md).")
 
 
@@ -161,11 +192,26 @@ class DbNodeConfig(_Node):
     threads: int = Field(2, ge=1, le=64, description="Packet threads (one AF_PACKET socket each, fanout).")
     sync_writes: bool = Field(True, description="fsync the RocksDB WAL before acknowledging a write.")
     cache_node: Optional[str] = Field(None, description="Cache node serving this node's partitions; default round-robin.")
+    metrics: str = Field("", description="<IPv4>:<port> of this node's Prometheus /metrics HTTP listener; \"\": none (emulated nodes serve none).")
     emulator: Optional[str] = Field(None, description="Name of the wimpy-emulator process that hosts this node (thesis 4.1.1; emulator/README.md) instead of an exo-db-node. Nodes with the same emulator share ip, switch_port and iface; each keeps its own mac, grpc and partitions.")
 
 
 class ClientConfig(_Node):
     pass
+
+
+class ProxyConfig(_Strict):
+    """An exo-proxy (docs/proxy.md): it speaks for one client host and has its own certificate."""
+    name: str = Field(description="Proxy name (its certificate's name): 1-10 chars of [a-z0-9], starting with a letter.")
+    client: str = Field(description="The clients[] entry whose interface and addresses the proxy uses.")
+    metrics: str = Field("", description="<IPv4>:<port> of the proxy's Prometheus /metrics HTTP listener; \"\": none.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError("must be 1-10 chars of [a-z0-9], starting with a letter")
+        return v
 
 
 class ClusterConfig(_Strict):
@@ -178,9 +224,12 @@ class ClusterConfig(_Strict):
     cache_nodes: list[CacheNodeConfig] = Field(default_factory=list)
     db_nodes: list[DbNodeConfig] = Field(min_length=1)
     clients: list[ClientConfig] = Field(default_factory=list)
+    proxies: list[ProxyConfig] = Field(default_factory=list)
+    security: SecuritySection = SecuritySection()
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ClusterConfig":
+        self._check_identities()
         nodes = [("cache_nodes", i, n) for i, n in enumerate(self.cache_nodes)]
         nodes += [("db_nodes", i, n) for i, n in enumerate(self.db_nodes)]
         nodes += [("clients", i, n) for i, n in enumerate(self.clients)]
@@ -219,6 +268,38 @@ class ClusterConfig(_Strict):
                 f"adds up to {selectable}")
         return self
 
+    def _check_identities(self) -> None:
+        """Every certificate name (docs/security.md) names one component, and every metrics
+        address is well formed and used once."""
+        seen: dict[str, str] = {n: "reserved" for n in RESERVED_NAMES}
+        named = [("cache_nodes", i, n.name) for i, n in enumerate(self.cache_nodes)]
+        named += [("db_nodes", i, n.name) for i, n in enumerate(self.db_nodes)]
+        named += [("clients", i, n.name) for i, n in enumerate(self.clients)]
+        named += [("proxies", i, p.name) for i, p in enumerate(self.proxies)]
+        named += [("security.operators", i, o) for i, o in enumerate(self.security.operators)]
+        for section, i, name in named:
+            where = f"{section}[{i}]" + ("" if section == "security.operators" else ".name")
+            if name in seen:
+                raise ValueError(f"{where}: {name!r} already names {seen[name]}")
+            seen.setdefault(name, where)
+        clients = {c.name for c in self.clients}
+        for i, p in enumerate(self.proxies):
+            if p.client not in clients:
+                raise ValueError(f"proxies[{i}].client: no client named {p.client!r}")
+        metrics = [("controller.metrics", self.controller.metrics)]
+        metrics += [(f"cache_nodes[{i}].metrics", n.metrics) for i, n in enumerate(self.cache_nodes)]
+        metrics += [(f"db_nodes[{i}].metrics", n.metrics) for i, n in enumerate(self.db_nodes)]
+        metrics += [(f"proxies[{i}].metrics", p.metrics) for i, p in enumerate(self.proxies)]
+        used: dict[str, str] = {}
+        for where, addr in metrics:
+            try:
+                check_metrics_address(addr)
+            except ValueError as err:
+                raise ValueError(f"{where}: {err}") from None
+            if addr and addr in used:
+                raise ValueError(f"{where}: {addr!r} already used by {used[addr]}")
+            used.setdefault(addr, where)
+
     # ---- derived facts ----
     def selectable_rules(self) -> int:
         """Ruleset 2 rules outside the fast-add buffer: what cache nodes may select together."""
@@ -236,6 +317,18 @@ class ClusterConfig(_Strict):
         """slot -> owning db node name, for 2^partition_bits slots."""
         return partition_table([d.name for d in self.db_nodes], self.switch.partition_bits,
                                self.switch.virtual_nodes, self.switch.max_partition_load)
+
+    def roles(self) -> dict[str, str]:
+        """Certificate name -> role (controller, switch, cache, db, proxy, operator): who may call
+        which RPC is declared per role in proto/exoproto/control.proto (docs/security.md)."""
+        out = {"controller": "controller", "switch": "switch"}
+        out.update({n.name: "cache" for n in self.cache_nodes})
+        out.update({n.name: "db" for n in self.db_nodes})
+        # A wimpy emulator process speaks for every db node it hosts, with one certificate.
+        out.update({n.emulator: "db" for n in self.db_nodes if n.emulator is not None})
+        out.update({p.name: "proxy" for p in self.proxies})
+        out.update({o: "operator" for o in self.security.operators})
+        return out
 
     def node(self, name: str) -> _Node:
         for n in [*self.cache_nodes, *self.db_nodes, *self.clients]:

@@ -6,7 +6,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from .config import (CacheFillSection, CacheNodeConfig, ClientConfig, ClusterSection, ControllerSection,
-                     DbNodeConfig, EmulationSection, HotKeysSection, SwitchSection)
+                     DbNodeConfig, EmulationSection, HotKeysSection, ProxyConfig, SecuritySection, SwitchSection)
 
 SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("cluster", ClusterSection, "Cluster-wide data-plane settings."),
@@ -21,6 +21,8 @@ SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("cache_nodes[]", CacheNodeConfig, "One entry per DPDK cache node."),
     ("db_nodes[]", DbNodeConfig, "One entry per RocksDB db node (at least one)."),
     ("clients[]", ClientConfig, "Client hosts (the emulation creates them; real clients need no entry)."),
+    ("proxies[]", ProxyConfig, "exo-proxy instances (docs/proxy.md); each has a certificate and may serve /metrics."),
+    ("security", SecuritySection, "Mutual TLS on gRPC and OpenFlow, and who may call what (docs/security.md)."),
 ]
 
 NODE_HELP = {
