@@ -5,7 +5,7 @@ BUILD ?= build
 PY := .venv/bin/python
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo demo-web chaos figures sim proxy-conformance clean
+.PHONY: all deps build test test-unit test-cpp test-integration sanitize fuzz bench demo demo-web chaos attack rehearsal package wheels figures sim proxy-conformance clean
 
 all: build
 
@@ -71,6 +71,32 @@ chaos: build
 	@$(PY) -m exo_chaos.campaign --repeats $${REPEATS:-3} \
 		$(if $(MUTANT),--mutant $(MUTANT) --out results/chaos-mutant-$(MUTANT).json,--out results/chaos.json)
 
+# The attack suite (docs/security.md): control- and data-plane attacks on a Mininet cluster with TLS
+# on, from a client host and from hosts without a certificate, while honest clients run; writes
+# results/security.json. Fails when an attack gets through or goes uncounted, or the honest
+# history is not linearizable. QUICK=1: fewer identities (make test runs that).
+# INSECURE=1: the same against security.insecure_dev_mode (results/security-insecure.json); it
+# fails when the suite does NOT notice the open cluster.
+attack: build
+	@mkdir -p results
+	@$(PY) -m exo_attack $(if $(QUICK),--quick) $(if $(INSECURE),--insecure)
+
+# The .deb (cmake/packaging.cmake): programs, systemd units, the controller with its Python tree.
+package: build
+	@cd $(BUILD) && cpack
+
+# The Python wheels (client alone, controller, topology, experiments) into dist/.
+wheels: deps
+	@$(PY) packaging/python/wheels.py --out dist
+
+# A deployment rehearsed without Mininet (docs/deploy.md): builds the .deb, unpacks it into a
+# scratch root and follows the guide's steps in bare network namespaces with an OVS bridge as the
+# switch, TLS on and Prometheus scraping; restarts every service under a memcached workload and
+# reads every acknowledged write back. Writes results/rehearsal.json. About a minute.
+rehearsal: build
+	@mkdir -p results
+	@$(PY) scripts/rehearsal/main.py --out results/rehearsal.json
+
 # Thesis Chapter 4 (docs/figures.md): Figures 4.1-4.4 on a Mininet cluster of emulated wimpies
 # (results/fig4_N.json + .png, table of ours vs the thesis), then the same at the thesis's scale
 # and at 1,024 nodes in the simulator (results/sim/). QUICK=1: fewer points, under 10 minutes.
@@ -85,4 +111,4 @@ sim: deps
 	@$(PY) -m exo_testbed.compare --mininet results --sim results/sim --out results/compare
 
 clean:
-	rm -rf $(BUILD) results run
+	rm -rf $(BUILD) results run dist

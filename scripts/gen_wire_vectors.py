@@ -164,6 +164,7 @@ def main():
             "op_get": wire.OP_GET, "op_put": wire.OP_PUT, "op_delete": wire.OP_DELETE,
             "op_reply": wire.OP_REPLY, "flag_from_cache": wire.FLAG_FROM_CACHE,
             "flag_forwarded": wire.FLAG_FORWARDED, "min_frame": wire.MIN_FRAME,
+            "forwarded_dscp": wire.FORWARDED_DSCP,
         },
         "layout": {name: list(at_size) for name, at_size in wire.LAYOUT.items()},
         "hash": {"function": "xxh64(key, seed=0) & 0xffffffffff", "vectors": hashes},

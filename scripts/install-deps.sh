@@ -20,6 +20,18 @@ APT_PACKAGES=(
   # the web demo's app (examples/webapp, docs/web-demo.md) runs on /usr/bin/python3 as an
   # unprivileged user, so it uses Debian's packages, not the venv
   python3-fastapi python3-uvicorn python3-xxhash
+  # make rehearsal (docs/deploy.md): the management network's firewall rules
+  nftables
+  # `exo certs init` (docs/security.md) issues the cluster's certificates with python3-cryptography
+  # (the venv sees Debian's site-packages); openssl verifies them independently in its tests
+  python3-cryptography openssl
+  # the C++ programs check their certificate files with OpenSSL at start-up (common/cpp/tls_files.cc;
+  # also pulled in by libgrpc-dev)
+  libssl-dev
+  # /metrics (docs/operations.md, "Metrics"): the Prometheus server the integration test runs (its
+  # own instance on a free port, whatever the package's service does) and promtool, which checks
+  # every page and the Grafana dashboard's queries
+  prometheus
 )
 
 missing=()
@@ -40,11 +52,16 @@ if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv"
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
+# Four distributions (the root pyproject.toml says which is which), all editable here; the
+# controller's build hook (controller/setup.py) generates the gRPC stubs in proto/exoproto.
 stamp=.venv/.exo-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "==> pip install -e .[test]"
+PY_PROJECTS=(pyproject.toml controller/pyproject.toml controller/setup.py topo/pyproject.toml experiments/pyproject.toml)
+stale=0
+for f in "${PY_PROJECTS[@]}"; do [ "$f" -nt "$stamp" ] && stale=1; done
+if [ ! -f "$stamp" ] || [ "$stale" = 1 ]; then
+  echo "==> pip install -e .[test,dev] -e controller -e topo -e experiments"
   .venv/bin/pip install -q --upgrade pip
-  PYTHONWARNINGS=ignore .venv/bin/pip install -q -e '.[test]'
+  PYTHONWARNINGS=ignore .venv/bin/pip install -q -e '.[test,dev]' -e ./controller -e ./topo -e ./experiments
   touch "$stamp"
 else
   echo "==> Python packages: up to date"

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${SANITIZE_BUILD:-build-sanitize}
-TESTS=(common/cpp/exo_common_tests cache-node/cache_node_tests db-node/db_node_tests
+TESTS=(common/cpp/exo_common_tests common/cpp/grpc_security_tests common/cpp/metrics_tests cache-node/cache_node_tests db-node/db_node_tests
        db-node/db_coordinator_tests db-node/db_coordinator_model_tests
        emulator/wimpy_emulator_tests emulator/loadgen_tests emulator/emulator_tests emulator/mcload_tests
        client-lib/native/client_pipeline_tests proxy/proxy_tests proxy/proxy_core_tests)
@@ -18,6 +18,7 @@ FUZZERS=(
   cache-node/request_handler_fuzz:20       # the cache node's burst handler
   db-node/db_request_handler_fuzz:20       # the db node's frame handler
   common/cpp/cluster_parse_fuzz:10          # the resolved cluster config (JSON)
+  common/cpp/metrics_request_fuzz:10        # the /metrics listener's HTTP request classification
   cache-node/eal_args_fuzz:10              # cache_nodes[].lcores -> EAL argv
   cache-node/control_fuzz:15               # the cache node's CacheNode RPC handlers + filler
   cache-node/key_table_fuzz:10             # the cache node's key table (key lifecycle + 2PC)

@@ -65,6 +65,7 @@ exo::Cluster make_cluster() {
   exo::Cluster c;
   c.mtu = 1500;
   c.partition_bits = 1;
+  c.security.insecure_dev_mode = true;  // handlers are called without a gRPC context
   exo::DbNodeInfo db;
   db.name = "db0";
   c.db_nodes.push_back(db);

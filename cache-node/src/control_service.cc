@@ -46,9 +46,11 @@ ControlService::ControlService(const Cluster& cluster, std::string self_name, Ca
                                CpCounters& cp, Peers& peers, HotList& hot, DpSum sum_dp,
                                Clock clock)
     : cluster_(cluster), name_(std::move(self_name)), state_(state), cp_(cp), peers_(peers),
-      hot_(hot), sum_dp_(std::move(sum_dp)), clock_(std::move(clock)) {}
+      hot_(hot), sum_dp_(std::move(sum_dp)), clock_(std::move(clock)),
+      authz_(cluster, cp.rpc_refused, &cp.tls_handshake_refused) {}
 
-grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req, KeysReply* reply) {
+grpc::Status ControlService::Cache(grpc::ServerContext* ctx, const KeysRequest* req, KeysReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.Cache");
   Keys want, already;
   {
     std::lock_guard lock(state_.mu);
@@ -104,7 +106,8 @@ grpc::Status ControlService::Cache(grpc::ServerContext*, const KeysRequest* req,
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req, KeysReply* reply) {
+grpc::Status ControlService::Evict(grpc::ServerContext* ctx, const KeysRequest* req, KeysReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.Evict");
   const Keys keys = unique_keys(*req, reply);
   // Thesis order: rule first, then entry, so no GET reaches us for a key we no longer hold
   // except in-flight ones, which are forwarded. If the rule cannot be removed, keep the entry.
@@ -135,8 +138,9 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const KeysRequest* req,
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::DropEntries(grpc::ServerContext*, const KeysRequest* req,
+grpc::Status ControlService::DropEntries(grpc::ServerContext* ctx, const KeysRequest* req,
                                          KeysReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.DropEntries");
   uint32_t erased = 0;
   std::lock_guard lock(state_.mu);
   for (const auto& k : unique_keys(*req, reply)) {
@@ -153,7 +157,8 @@ grpc::Status ControlService::DropEntries(grpc::ServerContext*, const KeysRequest
 // nor a db node is called: both have already let go. The filler sees keys.resets() change and
 // forgets its held-key state, then refills from the REPORTs as after a start. What happens to
 // each key is KeyTable::reset's.
-grpc::Status ControlService::Reset(grpc::ServerContext*, const StatsRequest*, KeysReply* reply) {
+grpc::Status ControlService::Reset(grpc::ServerContext* ctx, const StatsRequest*, KeysReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.Reset");
   size_t dropped = 0;
   {
     std::lock_guard lock(state_.mu);
@@ -165,14 +170,15 @@ grpc::Status ControlService::Reset(grpc::ServerContext*, const StatsRequest*, Ke
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::ListKeys(grpc::ServerContext*, const StatsRequest*,
+grpc::Status ControlService::ListKeys(grpc::ServerContext* ctx, const StatsRequest*,
                                       CachedKeysReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.ListKeys");
   std::lock_guard lock(state_.mu);
   for (auto& k : state_.map.keys()) reply->add_keys(std::move(k));
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::Stats(grpc::ServerContext*, const StatsRequest*, StatsReply* reply) {
+std::vector<std::pair<std::string, uint64_t>> ControlService::counters() const {
   Gauges g;
   {
     std::lock_guard lock(state_.mu);
@@ -182,8 +188,13 @@ grpc::Status ControlService::Stats(grpc::ServerContext*, const StatsRequest*, St
   }
   g.hot_list_keys = hot_.key_count();
   g.threshold_milli = cp_.threshold_milli.load(std::memory_order_relaxed);
+  return flatten(sum_dp_(), cp_, g);
+}
+
+grpc::Status ControlService::Stats(grpc::ServerContext* ctx, const StatsRequest*, StatsReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.Stats");
   reply->set_node(name_);
-  for (const auto& [name, value] : flatten(sum_dp_(), cp_, g)) {
+  for (const auto& [name, value] : counters()) {
     auto* c = reply->add_counters();
     c->set_name(name);
     c->set_value(value);
@@ -205,8 +216,14 @@ std::string ControlService::check_report(const ReportRequest& req) const {
 
 // REPORT (docs/cache-fill.md 1-2): a db node's hottest keys replace its list in the hot list; the
 // filler picks them up on its next round. A bad REPORT is refused whole: its sender is broken.
-grpc::Status ControlService::Report(grpc::ServerContext*, const ReportRequest* req,
+// A REPORT in another db node's name is refused as a call (a db node's certificate does not
+// speak for its peers' load: it would steer what this node caches).
+grpc::Status ControlService::Report(grpc::ServerContext* ctx, const ReportRequest* req,
                                     ReportReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.Report");
+  if (const DbNodeInfo* db = cluster_.find_db(req->db_node());
+      db && authz_.checks_on() && !speaks_for(caller(ctx), *db))
+    return authz_.refuse(ctx, kMethod, "db_node '" + req->db_node() + "' is not the caller");
   if (std::string e = check_report(*req); !e.empty()) {
     ++cp_.reports_rejected;
     reply->set_accepted(false);

@@ -1,16 +1,20 @@
 // The CacheNode gRPC service (proto/exoproto/control.proto): FETCH/EVICT on request, REPORTs
 // into the hot list, two-phase write propagation from db nodes, test hooks and stats. Runs on
 // gRPC's own threads, never on an lcore; outgoing RPCs go through Peers (deadlines, errors as
-// strings).
+// strings). Every handler first runs the caller checks of control.proto (grpc_security.h):
+// the caller's role, and for Prepare/Commit/Abort/Report that a db node acts only for itself.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cache_state.h"
 #include "cluster.h"
 #include "counters.h"
 #include "exoproto/control.grpc.pb.h"
+#include "grpc_security.h"
 #include "ms_clock.h"
 #include "fill/hot_list.h"
 #include "peers.h"
@@ -34,8 +38,16 @@ class ControlService final : public exo::CacheNode::Service {
   grpc::Status Report(grpc::ServerContext*, const ReportRequest*, ReportReply*) override;
   grpc::Status Reset(grpc::ServerContext*, const StatsRequest*, KeysReply*) override;
 
+  // What Stats replies: every counter and gauge now, in counter-list order. Also the /metrics
+  // page's source (main.cc); safe from any thread.
+  std::vector<std::pair<std::string, uint64_t>> counters() const;
+
  private:
   grpc::Status finish_tx(const TxRequest& req, TxReply* reply, bool commit);
+  // OK when the caller speaks for the db node owning `key`'s partition (Prepare/Commit/Abort),
+  // else the refusal, counted.
+  grpc::Status check_owner(const grpc::ServerContext* ctx,
+                           const google::protobuf::MethodDescriptor* method, const std::string& key) const;
   // "" if the REPORT may enter the hot list, else why not.
   std::string check_report(const ReportRequest& req) const;
 
@@ -47,6 +59,9 @@ class ControlService final : public exo::CacheNode::Service {
   HotList& hot_;
   DpSum sum_dp_;
   Clock clock_;
+  // Counts refusals in cp_.rpc_refused, the process's refused TLS handshakes in
+  // cp_.tls_handshake_refused.
+  Authorizer authz_;
 };
 
 }  // namespace exo::cache

@@ -1,6 +1,9 @@
 // Two-phase write propagation (thesis 3.4.2): the gRPC side. The owning db node is the
 // coordinator; what Prepare/Commit/Abort do to a key (held or being fetched) is the key table's
-// (key_table/key_tx.cc). Here: lock, ask the table, count, copy its answer into the reply.
+// (key_table/key_tx.cc). Here: check the caller, lock, ask the table, count, copy its answer
+// into the reply. Only the db node owning a key's partition may Prepare, Commit or Abort a write
+// of it: another db node (or any other certificate) could otherwise plant a value the cache
+// serves, or leave the key pending forever.
 #include <grpcpp/grpcpp.h>
 
 #include "control_service.h"
@@ -20,7 +23,18 @@ void set(TxReply* r, const TxAnswer& a) {
 
 }  // namespace
 
-grpc::Status ControlService::Prepare(grpc::ServerContext*, const PrepareRequest* req, TxReply* reply) {
+grpc::Status ControlService::check_owner(const grpc::ServerContext* ctx,
+                                         const google::protobuf::MethodDescriptor* method,
+                                         const std::string& key) const {
+  if (!authz_.checks_on()) return grpc::Status::OK;
+  const DbNodeInfo& owner = cluster_.owner(LruMap::hash_of(key));
+  if (speaks_for(caller(ctx), owner)) return grpc::Status::OK;
+  return authz_.refuse(ctx, method, "the key's partition is owned by '" + owner.name + "'");
+}
+
+grpc::Status ControlService::Prepare(grpc::ServerContext* ctx, const PrepareRequest* req, TxReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.Prepare");
+  if (grpc::Status s = check_owner(ctx, kMethod, req->key()); !s.ok()) return s;
   TxAnswer a;
   {
     std::lock_guard lock(state_.mu);
@@ -31,7 +45,9 @@ grpc::Status ControlService::Prepare(grpc::ServerContext*, const PrepareRequest*
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::Commit(grpc::ServerContext*, const TxRequest* req, TxReply* reply) {
+grpc::Status ControlService::Commit(grpc::ServerContext* ctx, const TxRequest* req, TxReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.Commit");
+  if (grpc::Status s = check_owner(ctx, kMethod, req->key()); !s.ok()) return s;
 #ifdef EXO_FAULTS
   // --fault serve-stale: drop the write as an Abort would, keep serving the old value, and
   // still answer the db node that it committed.
@@ -40,7 +56,9 @@ grpc::Status ControlService::Commit(grpc::ServerContext*, const TxRequest* req, 
   return finish_tx(*req, reply, /*commit=*/true);
 }
 
-grpc::Status ControlService::Abort(grpc::ServerContext*, const TxRequest* req, TxReply* reply) {
+grpc::Status ControlService::Abort(grpc::ServerContext* ctx, const TxRequest* req, TxReply* reply) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.CacheNode.Abort");
+  if (grpc::Status s = check_owner(ctx, kMethod, req->key()); !s.ok()) return s;
   return finish_tx(*req, reply, /*commit=*/false);
 }
 

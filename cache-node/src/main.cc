@@ -27,11 +27,14 @@
 #include "eal_args.h"
 #include "fill/filler.h"
 #include "fill/hot_list.h"
+#include "grpc_security.h"
 #include "lcore_loop.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "peers.h"
 #include "dpdk/process.h"
 #include "port.h"
+#include "rpc_metrics.h"
 #include "unix_socket.h"
 
 #ifdef EXO_FAULTS  // ---- mutant test build only ----
@@ -45,7 +48,7 @@ using namespace exo::cache;
 std::atomic<bool>& g_quit = exo::dpdk::quit_flag();
 
 int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
-        const std::vector<std::string>& extra) {
+        const std::vector<std::string>& extra, const std::shared_ptr<const exo::GrpcSecurity>& security) {
   cpu_set_t original;
   CPU_ZERO(&original);
   sched_getaffinity(0, sizeof original, &original);
@@ -106,7 +109,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
 
   CacheState state(map_capacity_for(self.capacity));
   CpCounters cp;
-  GrpcPeers peers(cluster, self.name);
+  GrpcPeers peers(cluster, self.name, security);
   HotList hot(cluster.cache_fill.report_ttl_ms);
   Filler filler(FillerOptions::from(cluster, self), state, peers, hot, cp);
   auto sum_dp = [&lcores, &lcore_ids] {
@@ -118,6 +121,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
   // gRPC control plane on a normal thread (never an lcore).
   std::promise<std::string> started;
   std::unique_ptr<grpc::Server> server;
+  exo::metrics::MetricsHttpServer metrics;  // cache_nodes[].metrics (docs/operations.md, "Metrics")
   ControlService service(cluster, self.name, state, cp, peers, hot, sum_dp);
   std::thread control([&] {
     // Not on the lcores' CPUs (it and the gRPC threads it spawns), unless that leaves none.
@@ -126,9 +130,16 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
       started.set_value("cache_nodes[].grpc: " + e);
       return;
     }
+    if (std::string e = metrics.start(self.metrics, {"cache", {std::begin(kCounterInfo), std::end(kCounterInfo)},
+                                                     [&service] { return service.counters(); }});
+        !e.empty()) {
+      started.set_value("cache_nodes[].metrics: " + e);
+      return;
+    }
     grpc::ServerBuilder b;
-    b.AddListeningPort(self.grpc, grpc::InsecureServerCredentials());
+    b.AddListeningPort(self.grpc, security->server_credentials());  // mutual TLS unless insecure_dev_mode
     b.RegisterService(&service);
+    exo::metrics::instrument(b);  // health service + RPC latency histograms
     server = b.BuildAndStart();
     if (!server) {
       started.set_value("cannot serve gRPC on " + self.grpc);
@@ -167,6 +178,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
   control.join();
+  metrics.stop();
   close_port(port);
   rte_eal_cleanup();
   return rc;
@@ -232,5 +244,14 @@ int main(int argc, char** argv) {
                  cluster_path.c_str(), name.c_str());
     return 2;
   }
-  return run(cluster, *self, extra);
+  // Certificates before EAL: a missing or wrong file is a config error, found in milliseconds.
+  std::shared_ptr<const exo::GrpcSecurity> security;
+  try {
+    security = exo::GrpcSecurity::load(cluster, self->name);
+  } catch (const exo::SecurityError& e) {
+    std::fprintf(stderr, "exo-cache-node: %s: %s\n", cluster_path.c_str(), e.what());
+    return 2;
+  }
+  exo::log_security(*security, cluster);
+  return run(cluster, *self, extra, security);
 }

@@ -8,7 +8,6 @@
 #include <map>
 #include <unordered_set>
 
-#include "grpc_channel.h"
 #include "lru_map.h"
 
 namespace exo::cache {
@@ -49,8 +48,9 @@ class GrpcPeers::Call {
   grpc::ClientContext ctx_;
 };
 
-GrpcPeers::GrpcPeers(const Cluster& cluster, std::string self_name)
-    : cluster_(cluster), name_(std::move(self_name)) {}
+GrpcPeers::GrpcPeers(const Cluster& cluster, std::string self_name,
+                     std::shared_ptr<const GrpcSecurity> security)
+    : cluster_(cluster), name_(std::move(self_name)), security_(std::move(security)) {}
 
 void GrpcPeers::cancel_all() {
   std::lock_guard lock(mu_);
@@ -62,17 +62,17 @@ exo::DbNode::Stub& GrpcPeers::db_stub(uint32_t index) {
   std::lock_guard lock(mu_);
   if (db_stubs_.size() < cluster_.db_nodes.size()) db_stubs_.resize(cluster_.db_nodes.size());
   auto& s = db_stubs_.at(index);
-  if (!s)
-    s = exo::DbNode::NewStub(
-        exo::make_channel(cluster_.db_nodes[index].grpc));
+  if (!s) {
+    const DbNodeInfo& db = cluster_.db_nodes[index];
+    s = exo::DbNode::NewStub(security_->channel(db.grpc, cert_name_of(db)));
+  }
   return *s;
 }
 
 exo::Controller::Stub& GrpcPeers::controller_stub() {
   std::lock_guard lock(mu_);
   if (!controller_)
-    controller_ = exo::Controller::NewStub(
-        exo::make_channel(cluster_.controller_grpc));
+    controller_ = exo::Controller::NewStub(security_->channel(cluster_.controller_grpc, kControllerCertName));
   return *controller_;
 }
 

@@ -11,6 +11,7 @@
 
 #include "cluster.h"
 #include "exoproto/control.grpc.pb.h"
+#include "grpc_security.h"
 #include "key_rate.h"
 
 namespace exo::cache {
@@ -51,10 +52,12 @@ class Peers {
 };
 
 // The real peers over gRPC. Channels are created lazily (a peer may start after us). Every RPC
-// has a deadline; failures become error strings. Thread-safe.
+// has a deadline; failures become error strings. Thread-safe. Channels use `security` (this
+// node's certificate; each peer's certificate name as the target-name override).
 class GrpcPeers final : public Peers {
  public:
-  GrpcPeers(const Cluster& cluster, std::string self_name);
+  GrpcPeers(const Cluster& cluster, std::string self_name,
+            std::shared_ptr<const GrpcSecurity> security);
 
   FetchResult fetch(const Keys& keys) override;
   std::string evict(const Keys& keys) override;
@@ -73,6 +76,7 @@ class GrpcPeers final : public Peers {
 
   const Cluster& cluster_;
   const std::string name_;
+  const std::shared_ptr<const GrpcSecurity> security_;
 
   std::mutex mu_;  // guards the stubs and the live calls
   std::vector<std::unique_ptr<exo::DbNode::Stub>> db_stubs_;

@@ -95,6 +95,7 @@ class ControlServiceTest : public ::testing::Test {
     ctl_addr_ = "unix:" + base + "-ctl.sock";
     cluster_.mtu = 1500;
     cluster_.partition_bits = 1;
+    cluster_.security.insecure_dev_mode = true;  // handlers called directly; TLS: control_authz_test
     cluster_.controller_grpc = ctl_addr_;
     exo::DbNodeInfo db;
     db.name = "db0";
@@ -193,7 +194,7 @@ class ControlServiceTest : public ::testing::Test {
   DpCounters dp_;
   FakeDb db_;
   FakeController ctl_;
-  GrpcPeers peers_{cluster_, "cache0"};
+  GrpcPeers peers_{cluster_, "cache0", exo::GrpcSecurity::plaintext()};
   HotList hot_{3000};
   uint64_t now_ms_ = 10'000;
   ControlService svc_{cluster_, "cache0", state_, cp_, peers_, hot_, [this] { return dp_; },

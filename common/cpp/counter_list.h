@@ -49,7 +49,15 @@
   X(fill_rule_errors, COUNTER, "failed AddCacheRules/RemoveCacheRules calls of the filler/retirer") \
   X(fill_rules_deferred, COUNTER, "rule adds the controller turned down because Ruleset 2 was full; sent again next round") \
   X(retired, COUNTER, "retiring entries erased after their rule was removed")                    \
-  X(resets, COUNTER, "Reset() calls: every entry dropped after the controller had declared us dead")
+  X(resets, COUNTER, "Reset() calls: every entry dropped after the controller had declared us dead") \
+  X(rpc_refused, COUNTER,                                                                         \
+    "gRPC calls refused by the caller checks: no client certificate (UNAUTHENTICATED), a role not " \
+    "in the rpc's allowed_roles, a name the config does not know, or a db node acting for a key " \
+    "or node not its own (docs/security.md)")                                                     \
+  X(tls_handshake_refused, COUNTER,                                                               \
+    "TLS handshakes this process refused (gRPC's log line, common/cpp/grpc_log_hook.h): a "       \
+    "certificate of another CA (a caller's, or as a client a server's), or a peer not speaking "  \
+    "TLS (plaintext)")
 
 // Gauges: read at Stats() time, not accumulated.
 #define EXO_CACHE_GAUGES(X)                                                            \
@@ -71,10 +79,16 @@
   X(deletes, COUNTER, "DELETE requests")                                                            \
   X(not_found, COUNTER, "GETs answered NOT_FOUND")                                                  \
   X(misrouted, COUNTER,                                                                             \
-    "requests for keys this node does not own (served anyway; a sign of a config mismatch)")       \
+    "requests for keys this node does not own: GETs are served anyway, writes refused "            \
+    "(wrong_owner_dropped)")                                                                        \
+  X(wrong_owner_dropped, COUNTER,                                                                   \
+    "writes for keys of another node's partition: refused (BAD_REQUEST), never applied")           \
   X(forwarded_gets, COUNTER,                                                                        \
     "GETs a cache node forwarded (FORWARDED flag): a rule that outlived its entry, or a pending "  \
     "write")                                                                                        \
+  X(forwarded_unmarked_dropped, COUNTER,                                                            \
+    "GETs with prefix 0xBA or FORWARDED but without the DSCP the switch writes on cache-node "     \
+    "ports: a client posing as a cache node; refused (BAD_REQUEST)")                                \
   X(errors, COUNTER, "requests answered ERROR, and failed reads or marks during Fetch")             \
   X(writes_propagated, COUNTER, "writes to cached keys committed on the cache node (Prepare/Commit)") \
   X(requests_served, COUNTER, "replies sent")                                                       \
@@ -99,7 +113,15 @@
   X(resolver_resolved, COUNTER, "Commit/Abort decisions the resolver delivered (definitive answer)") \
   X(rate_limited, COUNTER,                                                                          \
     "requests the wimpy emulator dropped on arrival: over the node's "                             \
-    "emulation.db_rate_limit_rps (always 0 on a real db node)")
+    "emulation.db_rate_limit_rps (always 0 on a real db node)")                                    \
+  X(rpc_refused, COUNTER,                                                                           \
+    "gRPC calls refused by the caller checks: no client certificate (UNAUTHENTICATED), a role not " \
+    "in the rpc's allowed_roles, a name the config does not know, or a cache node acting for "     \
+    "another (docs/security.md)")                                                                   \
+  X(tls_handshake_refused, COUNTER,                                                                 \
+    "TLS handshakes this process refused (gRPC's log line, common/cpp/grpc_log_hook.h): a "         \
+    "certificate of another CA (a caller's, or as a client a server's), or a peer not speaking "    \
+    "TLS (plaintext); in an exo-emulator the whole process's, the same in every hosted node")
 
 // Gauges read at Stats() time, after the blocks' sums.
 #define EXO_DB_GAUGES(X) X(cached_keys, GAUGE, "keys a cache node currently holds from this node")
@@ -112,6 +134,33 @@
   X(rx_frames, COUNTER, "frames the process received, all lanes")                        \
   X(unrouted, COUNTER, "frames for no hosted node (foreign dst MAC): dropped")           \
   X(own_tx, COUNTER, "the process's own replies seen again by the capture socket: dropped")
+
+// ---- memcached proxy (exo-proxy): its `stats` lines and /metrics; one thread writes them ----
+#define EXO_PROXY_COUNTERS(X)                                                                    \
+  X(curr_connections, GAUGE, "client connections open now")                                      \
+  X(total_connections, COUNTER, "client connections accepted")                                   \
+  X(rejected_connections, COUNTER, "connections closed at once: over --max-conns or out of descriptors") \
+  X(slow_reader_closes, COUNTER, "connections closed for unsent output over --max-output")       \
+  X(cmd_get, COUNTER, "keys asked for by get/gets/mg (per key, as memcached counts)")           \
+  X(cmd_set, COUNTER, "keys written by set/ms")                                                  \
+  X(cmd_delete, COUNTER, "keys deleted by delete/md")                                            \
+  X(get_hits, COUNTER, "keys found")                                                             \
+  X(get_misses, COUNTER, "keys not found")                                                       \
+  X(get_hits_from_cache, COUNTER, "keys found that a cache node answered")                       \
+  X(delete_hits, COUNTER, "deletes of a key that existed")                                       \
+  X(delete_misses, COUNTER, "deletes of a missing key")                                          \
+  X(refused, COUNTER, "requests answered CLIENT_ERROR/SERVER_ERROR before the cluster saw them") \
+  X(cluster_timeouts, COUNTER, "cluster ops with no reply after every resend")                   \
+  X(cluster_errors, COUNTER, "cluster ops answered ERROR, BUSY or BAD_REQUEST (or unknown)")     \
+  X(outcome_unknown, COUNTER, "writes answered `SERVER_ERROR outcome unknown`")
+
+// ---- the /metrics HTTP listener of every C++ program (common/cpp/metrics_http.h) ----
+// Only on the /metrics page itself (as exo_<program>_<name>_total), not in Stats.
+#define EXO_METRICS_HTTP_COUNTERS(X)                                                     \
+  X(metrics_requests, COUNTER, "GET /metrics requests answered with the page")           \
+  X(metrics_not_found, COUNTER, "well-formed HTTP requests for anything else: 404")      \
+  X(metrics_bad_requests, COUNTER,                                                        \
+    "malformed, oversized or unfinished HTTP requests on the metrics port: 400")
 
 namespace exo {
 

@@ -1,10 +1,19 @@
 // Minimal leveled logging to stderr, shared by every C++ program. One fprintf per line, so
 // lines from different threads do not interleave. Level and program name are set once at
 // start-up (--log-level); the level is atomic so any thread may read it.
+//
+// Every line: UTC time (ISO 8601, milliseconds), program, kernel thread id, level, message:
+//   2026-11-25T06:21:49.123Z exo-cache-node tid=4711 info: gRPC on unix:/tmp/exo/cache0.sock
+// The thread id is the one `ps -L`, `top -H` and /proc/<pid>/task show, so a line can be tied to
+// an lcore, a packet thread or a gRPC thread.
 #pragma once
+
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <ctime>
 #include <string>
 
 namespace exo {
@@ -33,12 +42,31 @@ inline bool set_log_level(const std::string& name) {
   return true;
 }
 
+// The start of a line: the time now and the calling thread's id.
+struct LogStamp {
+  char time[64];
+  long tid;
+  LogStamp() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    tm t{};
+    gmtime_r(&ts.tv_sec, &t);
+    std::snprintf(time, sizeof time, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", t.tm_year + 1900,
+                  t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
+    static thread_local const long id = syscall(SYS_gettid);
+    tid = id;
+  }
+};
+
 }  // namespace exo
 
-#define EXO_LOG(level, tag, fmt, ...)                                                       \
-  do {                                                                                      \
-    if (::exo::log_enabled(level))                                                          \
-      std::fprintf(stderr, "%s " tag ": " fmt "\n", ::exo::log_program(), ##__VA_ARGS__);   \
+#define EXO_LOG(level, tag, fmt, ...)                                                             \
+  do {                                                                                            \
+    if (::exo::log_enabled(level)) {                                                              \
+      const ::exo::LogStamp exo_log_stamp_;                                                       \
+      std::fprintf(stderr, "%s %s tid=%ld " tag ": " fmt "\n", exo_log_stamp_.time,              \
+                   ::exo::log_program(), exo_log_stamp_.tid, ##__VA_ARGS__);                      \
+    }                                                                                             \
   } while (0)
 #define LOG_DEBUG(fmt, ...) EXO_LOG(::exo::LogLevel::kDebug, "debug", fmt, ##__VA_ARGS__)
 #define LOG_INFO(fmt, ...) EXO_LOG(::exo::LogLevel::kInfo, "info", fmt, ##__VA_ARGS__)

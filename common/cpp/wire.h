@@ -22,6 +22,12 @@ enum Op : uint8_t { kGet = 0x01, kPut = 0x02, kDelete = 0x03, kReplyBit = 0x80 }
 enum Status : uint8_t { kOk = 0, kNotFound = 1, kError = 2, kBadRequest = 3, kBusy = 4 };
 // kForwarded is set only on requests (a GET a cache node forwards); no reply carries it.
 enum Flags : uint8_t { kFromCache = 0x01, kForwarded = 0x02 };
+// The DSCP the switch writes on every frame with prefix 0xBA that arrives on a cache node's port
+// (docs/switch-rules.md, "Ingress hygiene"). A cache node forwards a miss with the client's own
+// source addresses, so this mark is how a db node tells a forwarded GET from a client's forgery:
+// the switch drops a client's frame that carries it, and a db node refuses a GET with prefix
+// 0xBA or FORWARDED that lacks it. A codepoint of RFC 2474's local-use pool (xxxx11).
+inline constexpr uint8_t kForwardedDscp = 0x2B;
 
 enum class ParseError : uint8_t {
   kNone = 0,
@@ -65,6 +71,9 @@ struct FrameView {
   bool is_reply() const { return opcode & kReplyBit; }
   uint8_t op() const { return opcode & ~kReplyBit; }
 };
+
+// The DSCP of a parsed frame (top 6 bits of its IPv4 TOS byte).
+inline uint8_t ip_dscp(const FrameView& v) { return header_of(v.eth_dst)->ip.tos >> 2; }
 
 // Is the dst MAC one of ours (0xAA / 0xBA prefix)?
 inline bool is_request_mac(const uint8_t* dst) { return dst[0] == kPrefixGet || dst[0] == kPrefixOther; }

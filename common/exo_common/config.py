@@ -69,6 +69,7 @@ class SwitchSection(_Strict):
     virtual_nodes: int = Field(64, ge=1, le=1024, description="Points per db node on the consistent-hash ring.")
     cache_match: Literal["ipv4_dst", "eth_dst"] = Field("ipv4_dst", description="What Ruleset 2 matches the key hash with. ipv4_dst: the hash's top 32 bits, which every request carries as its IPv4 destination (Open vSwitch can wildcard IP bits, so GETs that miss the cache stay out of its slow path). eth_dst: the whole destination MAC aa:<40-bit hash>, the thesis's layout, for a hardware switch with an exact-match L2 table (docs/switch-rules.md).")
     max_partition_load: float = Field(0.0, ge=0, description="0: plain consistent hashing (few slots per node make it uneven). >= 1: bounded loads, no db node owns more than ceil(this x slots / nodes) slots; 1 balances exactly (common/exo_common/partitions.py).")
+    client_meter_pps: int = Field(1_000_000, ge=0, le=0xFFFF_FFFF, description="Frames/s each client's switch port may send: an OpenFlow meter per client port drops the excess (burst: a tenth of a second's worth) and counts it (docs/switch-rules.md, \"Ingress hygiene\"). The default is far above what the emulation sends (`make demo`: under 30,000 requests/s from its 2 clients together at its peak; `make figures` at 3x scale: up to 59,000/s offered from one generator) and is meant for a rack; set it to what one client may legitimately send. 0: no meter (a switch without meter support).")
 
 
 class HotKeysSection(_Strict):

@@ -41,7 +41,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -49,8 +49,9 @@ from os_ken.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_D
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from .flows import CacheRule, FlowMod, TablePlan, cookie_filter, plan_table, static_flowmods
-from .ofp_translate import FlowInfo, error_text, from_stats, to_ofp
+from . import ingress
+from .flows import RULESET_INGRESS, RULESETS, CacheRule, FlowMod, TablePlan, cookie_filter, plan_table, static_mods
+from .ofp_translate import FlowInfo, error_text, from_stats, meter_drops, meter_from_config, to_ofp
 from .rule_journal import Ruleset2Journal
 from .rule_updater import Batch, RuleUpdater, UpdateResult
 
@@ -95,11 +96,15 @@ class ExoControllerApp(app_manager.OSKenApp):
 
     def __init__(self, *args, exo_config=None, barrier_timeout: float = 2.0, clock=time.monotonic,
                  monitor_factory=None, journal: Optional[Ruleset2Journal] = None, fault: Optional[str] = None,
-                 **kwargs):
+                 ingress_poll_s: Optional[float] = None,
+                 tls_handshake_refused: Optional[Callable[[], int]] = None, **kwargs):
         """monitor_factory(app) -> monitor.ClusterMonitor (main.py passes one over gRPC). None:
         no cache node liveness (unit tests of the switch side); every node then counts as synced.
         journal: where to record Ruleset 2 (None: nowhere). fault: a known-bad mode for tests
-        (rule_updater.FAULTS), never for a deployment."""
+        (rule_updater.FAULTS), never for a deployment. ingress_poll_s: how often to read table 0's
+        drop counts and the meters' drops back into Stats (ingress.counters); None: never.
+        tls_handshake_refused: reads the count of TLS handshakes gRPC refused
+        (grpc_handshake_counter.py) for Stats; None: 0 (insecure_dev_mode, unit tests)."""
         super().__init__(*args, **kwargs)
         if exo_config is None:
             raise ValueError("ExoControllerApp needs exo_config= (start it with exo_controller.main)")
@@ -111,11 +116,14 @@ class ExoControllerApp(app_manager.OSKenApp):
         self.journal = journal
         if journal is not None:
             journal.start(exo_config.switch.rule_update_rate, exo_config.switch.cache_rule_capacity, fault)
-        self._statics = static_flowmods(exo_config)
+        self._statics = static_mods(exo_config)  # meters + every static flow (tables 0 and 1)
         self._cache_ports = {c.switch_port for c in exo_config.cache_nodes}
         self._table_pending = None  # the datapath whose table the sender must read first
         self._table_attempts = 0
         self.counters: collections.Counter[str] = collections.Counter()
+        # Refusals (docs/security.md) are reported from the start, 0 included: a reader compares them.
+        self.counters.update({"rpc_refused": 0, "openflow_refused": 0, "tls_handshake_refused": 0})
+        self._tls_handshake_refused = tls_handshake_refused
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._dp = None
@@ -130,8 +138,12 @@ class ExoControllerApp(app_manager.OSKenApp):
             # A fresh controller's book is empty: rebuild it from the cache nodes before deleting.
             self.updater.expect_sync(c.name for c in exo_config.cache_nodes)
             self.monitor = monitor_factory(self)
+        self._ingress: dict[str, float] = {}  # the last read of table 0's counters (ingress.counters)
         self._sender = threading.Thread(target=self._send_loop, daemon=True, name="exo-rule-sender")
         self._sender.start()
+        if ingress_poll_s:
+            threading.Thread(target=self._ingress_poll_loop, args=(ingress_poll_s,), daemon=True,
+                             name="exo-ingress-poll").start()
         if self.monitor is not None:
             self.monitor.start()
 
@@ -259,11 +271,13 @@ class ExoControllerApp(app_manager.OSKenApp):
     def _adopt_table(self, dp) -> None:
         """Read the newly connected switch's table (sender thread, no lock held while waiting),
         then keep it or flush it (flows.plan_table) and start sending."""
-        flows, why = None, ""
+        flows, meters, why = None, None, ""
         try:
             flows = self._flow_stats(dp, 0, 0)
+            if any(isinstance(m, ingress.MeterMod) for m in self._statics):
+                meters = [meter_from_config(m) for m in self._multipart(dp, parser.OFPMeterConfigStatsRequest(dp))]
         except SwitchError as err:
-            why = str(err)
+            flows, why = None, str(err)
         with self._cond:
             if self._dp is not dp or self._table_pending is not dp:
                 return  # disconnected or replaced meanwhile
@@ -275,7 +289,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                     return
                 plan = TablePlan(False, why=f"its flow table could not be read ({why})")
             else:
-                plan = plan_table(flows, self._statics, self._cache_ports, self.cfg.switch.cache_match)
+                plan = plan_table(flows, self._statics, self._cache_ports, self.cfg.switch.cache_match, meters)
             self._table_pending = None
             self.updater.switch_connected(plan.installed if plan.adopt else None)
             self._journal_size()
@@ -379,8 +393,17 @@ class ExoControllerApp(app_manager.OSKenApp):
         if waiter is not None:
             waiter.done.set()
 
+    @set_ev_cls(ofp_event.EventOFPMeterConfigStatsReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def _meter_config_reply(self, ev):
+        self._flow_stats_reply(ev)  # a multipart reply like any other (ingress.py's meters)
+
+    @set_ev_cls(ofp_event.EventOFPMeterStatsReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def _meter_stats_reply(self, ev):
+        self._flow_stats_reply(ev)
+
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def _flow_stats_reply(self, ev):
+        """Any multipart reply: its parts go to the waiter of its xid (_multipart)."""
         msg = ev.msg
         with self._lock:
             waiter = self._waiters.get(msg.xid)
@@ -518,23 +541,38 @@ class ExoControllerApp(app_manager.OSKenApp):
         with self._lock:
             self.counters[name] += n
 
+    def count(self, name: str, n: int = 1) -> None:
+        """For the gRPC service's caller checks (rpc_refused, exo_common/authz.py)."""
+        self._count(name, n)
+
+    def openflow_refused(self, address, why: str) -> None:
+        """An OpenFlow peer that is not the switch was turned away before it got a datapath
+        (openflow_tls.py): TLS failed, or its certificate is not named `switch`."""
+        self._count("openflow_refused")
+        LOG.warning("refused OpenFlow peer %s: %s", address, why)
+
     def stats(self) -> dict[str, float]:
         """Updater metrics (docs/cache-fill.md section 3), cache node liveness (liveness.py) and
         the app's event counters."""
         # The monitor's lock is taken before ours, never inside it (monitor.py).
         liveness = self.monitor.metrics() if self.monitor is not None else {}
+        tls_refused = self._tls_handshake_refused() if self._tls_handshake_refused is not None else None
         with self._lock:
             out = {k: float(v) for k, v in self.counters.items()}
             out.update(liveness)
             out.update(self.updater.metrics(self.clock()))
+            out.update(self._ingress)
+            if tls_refused is not None:
+                out["tls_handshake_refused"] = float(tls_refused)
             out["switch_connected"] = float(self._dp is not None)
             out["switch_programmed"] = float(self.connected.is_set())
             return out
 
     def list_flows(self, ruleset: int = 0) -> list[FlowInfo]:
-        """Read the flow table back from the switch. ruleset 0 = every flow (foreign ones too)."""
-        if ruleset not in (0, 1, 2, 3):
-            raise ValueError(f"ruleset must be 0, 1, 2 or 3, not {ruleset}")
+        """Read the flow table back from the switch. ruleset 0 = every flow (foreign ones too);
+        4 = table 0's ingress checks (ingress.py), whose drop rules' packet counts are refusals."""
+        if ruleset not in (0, *RULESETS):
+            raise ValueError(f"ruleset must be 0, 1, 2, 3 or 4, not {ruleset}")
         cookie, mask = cookie_filter(ruleset) if ruleset else (0, 0)
         with self._lock:
             dp = self._require_dp()
@@ -544,21 +582,53 @@ class ExoControllerApp(app_manager.OSKenApp):
 
     def _flow_stats(self, dp, cookie: int, mask: int) -> list[FlowInfo]:
         """One multipart flow-stats request to `dp` (every table); waits outside the lock."""
+        req = parser.OFPFlowStatsRequest(dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
+                                         cookie, mask, parser.OFPMatch())
+        return [from_stats(s) for s in self._multipart(dp, req)]
+
+    def ingress_counters(self) -> dict[str, float]:
+        """Read table 0's drop counts and the meters' drops from the switch now (ingress.counters)
+        and keep them for stats()."""
+        with self._lock:
+            dp = self._require_dp()
+        cookie, mask = cookie_filter(RULESET_INGRESS)
+        flows = self._flow_stats(dp, cookie, mask)
+        drops = {}
+        if self.cfg.switch.client_meter_pps and self.cfg.clients:
+            drops = meter_drops(self._multipart(dp, parser.OFPMeterStatsRequest(dp)))
+        out = ingress.counters(self.cfg, flows, drops)
+        with self._lock:
+            self._ingress = out
+        return out
+
+    def _ingress_poll_loop(self, period: float) -> None:
+        while not self._stopping:
+            time.sleep(period)
+            if not self.connected.is_set():
+                continue
+            try:
+                self.ingress_counters()
+            except SwitchError as err:
+                LOG.debug("reading table 0's counters failed: %s", err)
+            except Exception:  # noqa: BLE001 - a dead poller would freeze the counters silently
+                LOG.exception("reading table 0's counters failed")
+
+    def _multipart(self, dp, req) -> list:
+        """Send one multipart request to `dp` and return the bodies of every part of its reply;
+        waits outside the lock."""
         with self._lock:
             if self._dp is not dp:
                 raise SwitchNotConnected(f"switch dpid {self.dpid:#x} is not connected to the controller")
-            req = parser.OFPFlowStatsRequest(dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
-                                             cookie, mask, parser.OFPMatch())
             waiter = _Waiter()
             xid = self._send(dp, req, lambda x: self._waiters.__setitem__(x, waiter))
         ok = waiter.done.wait(self.barrier_timeout)
         with self._lock:
             self._waiters.pop(xid, None)
         if not ok:
-            raise SwitchTimeout(f"no flow-stats reply within {self.barrier_timeout:g}s")
+            raise SwitchTimeout(f"no reply to {type(req).__name__} within {self.barrier_timeout:g}s")
         if waiter.failure:
             raise (SwitchNotConnected if waiter.disconnected else SwitchError)(waiter.failure)
-        return [from_stats(s) for s in waiter.stats]
+        return waiter.stats
 
     def is_connected(self) -> bool:
         with self._lock:

@@ -1,6 +1,8 @@
 """Switch rules as plain data (Faucet style): builders RETURN FlowMods, nothing here talks to a switch.
 
-See docs/switch-rules.md. Three rulesets (thesis Table 3.1), all in table 0:
+See docs/switch-rules.md. Table 0 is the ingress check (ingress.py: who may send what from
+which port, the per-client meters); what passes goes to table 1, the three rulesets of the
+thesis (Table 3.1):
 
     Ruleset 2  priority 200  eth_dst = aa:../ff:.., ipv4_dst = top 32 hash bits  -> cache node's port
     Ruleset 3  priority 100  eth_dst = aa:<slot>/ef:<top bits>   -> owning db node's port
@@ -66,7 +68,13 @@ assert PREFIX_GET & PREFIX_BOTH_MASK == PREFIX_OTHER & PREFIX_BOTH_MASK == PREFI
 RULESET_NODES = 1
 RULESET_CACHE = 2
 RULESET_PARTITIONS = 3
-RULESETS = (RULESET_NODES, RULESET_CACHE, RULESET_PARTITIONS)
+RULESET_INGRESS = 4  # table 0's hygiene rules (ingress.py); not one of the thesis's rulesets
+RULESETS = (RULESET_NODES, RULESET_CACHE, RULESET_PARTITIONS, RULESET_INGRESS)
+
+# Table 0 checks where a frame came from (ingress.py); table 1 decides where it goes (Rulesets
+# 1-3). OpenFlow's goto_table only goes forward, and the check must come first.
+INGRESS_TABLE = 0
+FORWARD_TABLE = 1
 
 # Ruleset 1 below the request rules: requests (prefix 0xAA/0xBA) always match Ruleset 3, so OVS
 # never looks them up in Ruleset 1's exact-MAC subtable (it visits subtables by priority and stops
@@ -97,7 +105,8 @@ def make_cookie(ruleset: int, index: int) -> int:
 
 
 def ruleset_of_cookie(cookie: int) -> Optional[int]:
-    """1, 2 or 3 for a cookie we made; None for anything else (someone else's flow)."""
+    """1, 2, 3 (table 1) or 4 (table 0, ingress.py) for a cookie we made; None for anything else
+    (someone else's flow)."""
     top = (cookie >> 56) & 0xFF
     if top & 0xF0 != COOKIE_TAG or (top & 0x0F) not in RULESETS:
         return None
@@ -124,10 +133,12 @@ def int_to_mac(value: int) -> str:
 
 @dataclass(frozen=True)
 class FlowMod:
-    """One OpenFlow 1.3 flow-mod in table 0, independent of any OpenFlow library.
+    """One OpenFlow 1.3 flow-mod, independent of any OpenFlow library.
 
     out_port: for ADD the port the flow outputs to; for DELETE / DELETE_STRICT the OpenFlow
     out_port *filter* (only flows that output to that port are deleted; None = any port).
+    An ADD does at least one of: output (out_port), goto_table, or drop (drop=True, no
+    instructions at all: an explicit drop rule whose packet count is its counter).
     """
     command: str
     priority: int
@@ -138,7 +149,19 @@ class FlowMod:
     eth_type: Optional[int] = None
     ipv4_dst: Optional[int] = None     # 32-bit int, exact (Ruleset 2)
     cookie_mask: int = 0               # only meaningful for DELETE
-    all_tables: bool = False           # DELETE in every table (the flush), not just table 0
+    all_tables: bool = False           # DELETE in every table (the flush), not just `table`
+    table: int = FORWARD_TABLE
+    # table 0 (ingress.py): exact matches on the sender, and what to do besides output
+    in_port: Optional[int] = None
+    eth_src: Optional[int] = None      # 48-bit int, exact
+    ipv4_src: Optional[int] = None     # 32-bit int, exact
+    ip_dscp: Optional[int] = None      # 6 bits
+    arp_spa: Optional[int] = None      # 32-bit int, exact
+    arp_sha: Optional[int] = None      # 48-bit int, exact
+    meter_id: Optional[int] = None     # OFPIT_METER before the actions
+    set_ip_dscp: Optional[int] = None  # set_field ip_dscp
+    goto_table: Optional[int] = None
+    drop: bool = False
 
     @property
     def ruleset(self) -> Optional[int]:
@@ -154,26 +177,51 @@ class FlowMod:
         return None
 
     def match_key(self) -> tuple:
-        """What makes two flows "the same flow" in OpenFlow: match fields + priority."""
-        return (self.priority, self.eth_type, self.eth_dst, self.eth_dst_mask, self.ipv4_dst)
+        """What makes two flows "the same flow" in OpenFlow: table, match fields + priority."""
+        return (self.table, self.priority, self.in_port, self.eth_type, self.eth_src, self.eth_dst,
+                self.eth_dst_mask, self.ipv4_src, self.ipv4_dst, self.ip_dscp, self.arp_spa, self.arp_sha)
+
+    def actions_text(self) -> str:
+        """ovs-ofctl's actions= text of an ADD ("drop" when it does nothing)."""
+        acts = []
+        if self.meter_id is not None:
+            acts.append(f"meter:{self.meter_id}")
+        if self.set_ip_dscp is not None:
+            acts.append(f"set_field:{self.set_ip_dscp}->ip_dscp")
+        if self.out_port is not None:
+            acts.append("FLOOD" if self.out_port == OFPP_FLOOD else f"output:{self.out_port}")
+        if self.goto_table is not None:
+            acts.append(f"goto_table:{self.goto_table}")
+        return ",".join(acts) or "drop"
 
     def __str__(self) -> str:
-        parts = [self.command, f"cookie={self.cookie:#x}", f"priority={self.priority}"]
+        """Like an ovs-ofctl flow: `add table=1 cookie=.. priority=.. dl_dst=.. actions=..`."""
+        parts = [self.command, f"table={self.table}", f"cookie={self.cookie:#x}", f"priority={self.priority}"]
+        if self.all_tables:
+            parts[1] = "table=all"
+        if self.in_port is not None:
+            parts.append(f"in_port={self.in_port}")
         if self.eth_type is not None:
             parts.append(f"dl_type={self.eth_type:#06x}")
+        if self.eth_src is not None:
+            parts.append(f"dl_src={int_to_mac(self.eth_src)}")
         if self.eth_dst is not None:
             dst = int_to_mac(self.eth_dst)
             if self.eth_dst_mask is not None:
                 dst += "/" + int_to_mac(self.eth_dst_mask)
             parts.append(f"dl_dst={dst}")
-        if self.ipv4_dst is not None:
-            parts.append(f"nw_dst={int_to_ip(self.ipv4_dst)}")
+        for name, value, fmt in (("nw_src", self.ipv4_src, int_to_ip), ("nw_dst", self.ipv4_dst, int_to_ip),
+                                 ("ip_dscp", self.ip_dscp, str), ("arp_spa", self.arp_spa, int_to_ip),
+                                 ("arp_sha", self.arp_sha, int_to_mac)):
+            if value is not None:
+                parts.append(f"{name}={fmt(value)}")
         if self.cookie_mask:
-            parts[1] += f"/{self.cookie_mask:#x}"
-        if self.out_port is not None and self.command != ADD:
-            parts.append(f"out_port={self.out_port}")
-        elif self.out_port is not None:
-            parts.append("actions=FLOOD" if self.out_port == OFPP_FLOOD else f"actions=output:{self.out_port}")
+            parts[2] += f"/{self.cookie_mask:#x}"
+        if self.command != ADD:
+            if self.out_port is not None:
+                parts.append(f"out_port={self.out_port}")
+        else:
+            parts.append(f"actions={self.actions_text()}")
         return " ".join(parts)
 
 
@@ -187,7 +235,7 @@ def flush_flowmod() -> FlowMod:
 
 def withdraw_flowmod(port: int) -> FlowMod:
     """Delete every Ruleset 2 rule that outputs to `port` at once (a cache node declared DOWN):
-    non-strict DELETE in table 0, cookie/cookie_mask = Ruleset 2, out_port filter = the port."""
+    non-strict DELETE in table 1, cookie/cookie_mask = Ruleset 2, out_port filter = the port."""
     cookie, mask = cookie_filter(RULESET_CACHE)
     return FlowMod(command=DELETE, priority=PRIORITY[RULESET_CACHE], cookie=cookie, cookie_mask=mask,
                    out_port=port)
@@ -233,14 +281,30 @@ def partition_flowmods(cfg) -> list[FlowMod]:
     return mods
 
 
-def static_flowmods(cfg) -> list[FlowMod]:
+def forwarding_flowmods(cfg) -> list[FlowMod]:
+    """Table 1's static rules: Ruleset 1 + ARP, Ruleset 3."""
     return node_flowmods(cfg) + partition_flowmods(cfg)
 
 
+def static_flowmods(cfg) -> list[FlowMod]:
+    """Every static flow: table 0's ingress checks (ingress.py), then table 1's Rulesets 1 and 3."""
+    from .ingress import ingress_flowmods  # ingress.py builds on this module's FlowMod
+    return ingress_flowmods(cfg) + forwarding_flowmods(cfg)
+
+
+def static_mods(cfg) -> list:
+    """What a switch gets after a flush, in order: the meters (ingress.py; a delete of every
+    meter first), then every static flow. Meters come first because the client ports' flows use
+    them (a barrier in between: rule_updater.py, needs_barrier)."""
+    from .ingress import meter_mods
+    return [*meter_mods(cfg), *static_flowmods(cfg)]
+
+
 def table_flow_limit(cfg) -> int:
-    """What to give OVS as Flow_Table flow_limit for table 0: the static rules (one per node,
-    ARP, 2^partition_bits) plus C, so the C+1th Ruleset 2 rule is refused as on a full switch."""
-    return len(static_flowmods(cfg)) + cfg.switch.cache_rule_capacity
+    """What to give OVS as Flow_Table flow_limit for table 1 (FORWARD_TABLE): its static rules
+    (one per node, ARP, 2^partition_bits) plus C, so the C+1th Ruleset 2 rule is refused as on
+    a full switch. Table 0's checks are few and fixed by the config; it gets no limit."""
+    return len(forwarding_flowmods(cfg)) + cfg.switch.cache_rule_capacity
 
 
 # ---------------------------------------------------------------- Ruleset 2: the cache rule book
@@ -433,13 +497,26 @@ def switch_flow_as_flowmod(flow) -> Optional[FlowMod]:
     """A flow read back from the switch (ofp_translate.FlowInfo) as the ADD that would have made
     it; None when it has anything we never program (another table, other match fields, other
     instructions or actions, timeouts)."""
-    if not getattr(flow, "plain", True) or getattr(flow, "table_id", 0) != 0:
+    table = getattr(flow, "table_id", FORWARD_TABLE)
+    if not getattr(flow, "plain", True) or table not in (INGRESS_TABLE, FORWARD_TABLE):
         return None
-    ipv4_dst = getattr(flow, "ipv4_dst", "")
+
+    def mac(name):
+        v = getattr(flow, name, "")
+        return mac_to_int(v) if v else None
+
+    def ip(name):
+        v = getattr(flow, name, "")
+        return ip_to_int(v) if v else None
+
+    goto = getattr(flow, "goto_table", None)
     return FlowMod(command=ADD, priority=flow.priority, cookie=flow.cookie, out_port=flow.out_port,
-                   eth_dst=mac_to_int(flow.eth_dst) if flow.eth_dst else None,
-                   eth_dst_mask=mac_to_int(flow.eth_dst_mask) if flow.eth_dst_mask else None,
-                   eth_type=flow.eth_type, ipv4_dst=ip_to_int(ipv4_dst) if ipv4_dst else None)
+                   eth_dst=mac("eth_dst"), eth_dst_mask=mac("eth_dst_mask"), eth_type=flow.eth_type,
+                   ipv4_dst=ip("ipv4_dst"), table=table, in_port=getattr(flow, "in_port", None),
+                   eth_src=mac("eth_src"), ipv4_src=ip("ipv4_src"), ip_dscp=getattr(flow, "ip_dscp", None),
+                   arp_spa=ip("arp_spa"), arp_sha=mac("arp_sha"), meter_id=getattr(flow, "meter_id", None),
+                   set_ip_dscp=getattr(flow, "set_ip_dscp", None), goto_table=goto,
+                   drop=flow.out_port is None and goto is None)
 
 
 def _cache_rule_hash(fm: FlowMod, cache_ports: Iterable[int], match: str) -> Optional[int]:
@@ -450,14 +527,19 @@ def _cache_rule_hash(fm: FlowMod, cache_ports: Iterable[int], match: str) -> Opt
     return h if fm == cache_flowmod(h, fm.out_port, ADD, match) else None
 
 
-def plan_table(flows: Iterable, statics: Iterable[FlowMod], cache_ports: Iterable[int],
-               match: str = "ipv4_dst") -> TablePlan:
-    """Keep the switch's table when every flow on it is either one of `statics` (Ruleset 1, ARP,
-    Ruleset 3: same match, priority, cookie and output) or a well-formed Ruleset 2 rule to a
-    cache node's port, and every static is there. Anything else (a missing or different static,
-    a foreign flow, a Ruleset 2 rule to an unknown port) means flush and program from scratch."""
+def plan_table(flows: Iterable, statics: Iterable, cache_ports: Iterable[int],
+               match: str = "ipv4_dst", meters: Optional[Iterable] = None) -> TablePlan:
+    """Keep the switch's table when every flow on it is either one of `statics` (table 0's
+    ingress checks, Ruleset 1, ARP, Ruleset 3: same match, priority, cookie and instructions)
+    or a well-formed Ruleset 2 rule to a cache node's port, and every static is there; and when
+    its meters (`meters`, as ingress.MeterMod ADDs; None = not read) are exactly the meters
+    among `statics`. Anything else (a missing or different static or meter, a foreign flow, a
+    Ruleset 2 rule to an unknown port) means flush and program from scratch."""
+    from .ingress import meter_problem
+    statics = list(statics)
     cache_ports = set(cache_ports)
-    want = Counter(statics)
+    meter_why = meter_problem(statics, meters)
+    want = Counter(s for s in statics if isinstance(s, FlowMod))
     have: Counter = Counter()
     installed: dict[int, int] = {}
     foreign: list[str] = []
@@ -478,9 +560,9 @@ def plan_table(flows: Iterable, statics: Iterable[FlowMod], cache_ports: Iterabl
     missing = want - have
     extra = have - want
     foreign += [str(fm) for fm in extra.elements()]
-    if not missing and not foreign:
+    if not missing and not foreign and not meter_why:
         return TablePlan(True, installed)
-    why = []
+    why = [meter_why] if meter_why else []
     if missing:
         why.append(f"{sum(missing.values())} of {sum(want.values())} static flows missing or different")
     if foreign:

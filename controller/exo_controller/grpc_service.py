@@ -4,6 +4,14 @@ Rule changes are paced by the app's rate-limited updater, so a caller that does 
 `no_wait` may block until its rules reach the switch. It waits at most its own RPC deadline
 (less a small margin, so the reply still arrives) and never more than MAX_WAIT; that is also
 why the thread pool is larger than the number of concurrent callers we expect.
+
+Security (docs/security.md): the service listens with mutual TLS as `controller`, and an
+AuthzInterceptor (exo_common/authz.py) checks every call against control.proto's allowed_roles;
+Add/RemoveCacheRules also check here that every rule's cache_node is the caller. Refusals are
+counted as `rpc_refused` in the controller's Stats. A caller refused in the TLS handshake itself
+(no certificate, another CA's, no TLS) reaches none of this: main.py counts those as
+`tls_handshake_refused` (grpc_handshake_counter.py). security.insecure_dev_mode: plaintext, no
+checks.
 """
 from __future__ import annotations
 
@@ -13,6 +21,8 @@ from concurrent import futures
 from pathlib import Path
 
 import grpc
+from exo_common import tls
+from exo_common.authz import AuthzInterceptor, Decision, caller_name, foreign_cache_nodes
 from exoproto import control_pb2, control_pb2_grpc
 
 from .flows import CacheRule
@@ -27,10 +37,24 @@ def _rules(request) -> list[CacheRule]:
 
 
 class ControllerServicer(control_pb2_grpc.ControllerServicer):
-    """`app` needs add_cache_rules, remove_cache_rules, list_flows, stats (see app.ExoControllerApp)."""
+    """`app` needs add_cache_rules, remove_cache_rules, list_flows, stats (see app.ExoControllerApp).
+    authz: the server's AuthzInterceptor, for the per-rule caller check (None: no check, as in
+    insecure_dev_mode)."""
 
-    def __init__(self, app):
+    def __init__(self, app, authz: AuthzInterceptor | None = None):
         self.app = app
+        self.authz = authz
+
+    def _check_own_rules(self, rpc: str, request, context) -> None:
+        """A cache node adds and removes rules only for itself (control.proto's handler check)."""
+        if self.authz is None:
+            return
+        caller = caller_name(context)
+        foreign = foreign_cache_nodes(caller, [r.cache_node for r in request.rules])
+        if foreign:
+            self.authz.refuse(context, f"/exo.Controller/{rpc}", Decision(
+                False, "PERMISSION_DENIED", f"{caller} may {rpc} only for itself, not for {', '.join(foreign)}",
+                caller, "cache"))
 
     def _update(self, method, request, context, **kw):
         from .app import SwitchError  # keep this module importable without a running os-ken
@@ -45,9 +69,11 @@ class ControllerServicer(control_pb2_grpc.ControllerServicer):
                                            full_key_hashes=out.full_key_hashes)
 
     def AddCacheRules(self, request, context):
+        self._check_own_rules("AddCacheRules", request, context)
         return self._update(self.app.add_cache_rules, request, context, loads=[r.load for r in request.rules])
 
     def RemoveCacheRules(self, request, context):
+        self._check_own_rules("RemoveCacheRules", request, context)
         return self._update(self.app.remove_cache_rules, request, context)
 
     def Stats(self, request, context):
@@ -57,8 +83,8 @@ class ControllerServicer(control_pb2_grpc.ControllerServicer):
 
     def ListRules(self, request, context):
         from .app import SwitchError, SwitchNotConnected, SwitchTimeout
-        if request.ruleset not in (0, 1, 2, 3):
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"ruleset must be 0..3, not {request.ruleset}")
+        if request.ruleset not in (0, 1, 2, 3, 4):  # 4: table 0's ingress checks (flows.RULESET_INGRESS)
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"ruleset must be 0..4, not {request.ruleset}")
         try:
             flows = self.app.list_flows(request.ruleset)
         except SwitchNotConnected:
@@ -86,11 +112,24 @@ def prepare_address(address: str) -> str:
     return address
 
 
-def serve(app, address: str, workers: int = 16) -> grpc.Server:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="exo-grpc"))
-    control_pb2_grpc.add_ControllerServicer_to_server(ControllerServicer(app), server)
-    if server.add_insecure_port(prepare_address(address)) == 0 and not address.startswith("unix:"):
+def serve(app, cfg, workers: int = 16, metrics=None) -> grpc.Server:
+    """The Controller service on cfg.controller.grpc: mutual TLS as `controller` with the caller
+    checks, or plaintext without them in insecure_dev_mode. Refusals count in app's Stats.
+    metrics: a metrics.ControllerMetrics whose RPC histogram times every call (refusals too: its
+    interceptor is the outermost). The gRPC health service is always on."""
+    from .metrics import add_health
+    address = cfg.controller.grpc
+    insecure = cfg.security.insecure_dev_mode
+    authz = None if insecure else AuthzInterceptor(cfg.roles(), app.count)
+    interceptors = ([] if metrics is None else [metrics.interceptor()]) + ([] if authz is None else [authz])
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="exo-grpc"),
+                         interceptors=interceptors)
+    control_pb2_grpc.add_ControllerServicer_to_server(ControllerServicer(app, authz), server)
+    add_health(server, "exo.Controller")
+    if tls.add_port(server, cfg, "controller", prepare_address(address)) == 0 and not address.startswith("unix:"):
         raise RuntimeError(f"cannot bind gRPC address {address}")
     server.start()
-    LOG.info("gRPC Controller service on %s", address)
+    LOG.info("gRPC Controller service on %s (%s)", address,
+             "PLAINTEXT, no caller checks: security.insecure_dev_mode" if insecure
+             else f"mutual TLS, certificates in {cfg.security.cert_dir}")
     return server

@@ -9,9 +9,12 @@ import sys
 import threading
 
 from exo_common.config import ConfigError, load_config
+from exo_common.tls import TlsFilesError
 from .rule_updater import FAULTS
 
 LOG = logging.getLogger("exo_controller")
+# How often Stats' ingress_* counters (table 0's drops, the client meters') are read from the switch.
+INGRESS_POLL_S = 1.0
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -29,21 +32,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def start_os_ken(cfg, barrier_timeout: float = 2.0, journal=None, fault=None):
+def start_os_ken(cfg, barrier_timeout: float = 2.0, journal=None, fault=None, tls_handshake_refused=None):
     """Configure os-ken, instantiate our app with the config (as a constructor kwarg) and the
-    cache node monitor (heartbeats over gRPC), plus the OpenFlow handler, and start their
-    threads. Returns (app_manager, our_app)."""
+    cache node monitor (heartbeats over gRPC), plus the OpenFlow handler (openflow_tls.py: TLS,
+    only the switch's certificate), and start their threads. Returns (app_manager, our_app).
+    tls_handshake_refused: the app's source of that Stats counter (grpc_handshake_counter.py)."""
     # app_manager imports os_ken.controller.controller, which registers the ofp-* options; they must
     # exist before CONF() parses (importing controller.controller first is a circular-import error).
     from os_ken import cfg as os_ken_cfg
     from os_ken.base import app_manager
 
     from .app import ExoControllerApp
+    from .openflow_tls import ExoOFPHandler, configure
 
     conf = os_ken_cfg.CONF
     conf(args=[], project="os_ken")
-    conf.set_override("ofp_listen_host", cfg.controller.openflow_host)
-    conf.set_override("ofp_tcp_listen_port", cfg.controller.openflow_port)
+    how = configure(conf, cfg)
+    LOG.info("OpenFlow listener: %s", how)
 
     from .monitor import ClusterMonitor, GrpcPeers
 
@@ -52,8 +57,9 @@ def start_os_ken(cfg, barrier_timeout: float = 2.0, journal=None, fault=None):
 
     mgr = app_manager.AppManager.get_instance()
     app = mgr.instantiate(ExoControllerApp, exo_config=cfg, barrier_timeout=barrier_timeout,
-                          monitor_factory=monitor_factory, journal=journal, fault=fault)
-    mgr.load_apps(["os_ken.controller.ofp_handler"])
+                          monitor_factory=monitor_factory, journal=journal, fault=fault,
+                          ingress_poll_s=INGRESS_POLL_S, tls_handshake_refused=tls_handshake_refused)
+    mgr.instantiate(ExoOFPHandler, on_refused=app.openflow_refused)  # os-ken's ofp_handler, TLS-checked
     contexts = mgr.create_contexts()
     mgr.instantiate_apps(**contexts)  # also starts our app's event loop
     return mgr, app
@@ -69,6 +75,11 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"exo_controller: bad config: {err}", file=sys.stderr)
         return 2
+    # Before anything imports grpc: TLS handshakes gRPC refuses are counted from its log on fd 2.
+    tls_refusals = None
+    if not cfg.security.insecure_dev_mode:
+        from .grpc_handshake_counter import install
+        tls_refusals = install()
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -79,13 +90,26 @@ def main(argv=None) -> int:
     if args.fault:
         LOG.warning("FAULT %s: this controller is deliberately broken (a test's known-bad input)", args.fault)
     journal = Ruleset2Journal(args.ruleset2_journal) if args.ruleset2_journal else None
-    mgr, app = start_os_ken(cfg, args.barrier_timeout, journal, args.fault)
+    try:
+        mgr, app = start_os_ken(cfg, args.barrier_timeout, journal, args.fault,
+                                tls_refusals.value if tls_refusals is not None else None)
+    except TlsFilesError as err:
+        print(f"exo_controller: {err}", file=sys.stderr)
+        return 2
     LOG.info("OpenFlow 1.3 listening on %s:%d for dpid %#x", cfg.controller.openflow_host,
              cfg.controller.openflow_port, cfg.switch.dpid)
+    from .metrics import ControllerMetrics
+    metrics = ControllerMetrics(app.stats)  # docs/operations.md, "Metrics"
     try:
-        server = serve(app, cfg.controller.grpc)
+        server = serve(app, cfg, metrics=metrics)
     except Exception as err:  # noqa: BLE001 - report and exit
         LOG.error("cannot start gRPC service on %s: %s", cfg.controller.grpc, err)
+        logging.shutdown()
+        os._exit(1)
+    try:
+        metrics.serve_http(cfg.controller.metrics)
+    except (OSError, ValueError) as err:
+        LOG.error("controller.metrics: cannot serve /metrics on %s: %s", cfg.controller.metrics, err)
         logging.shutdown()
         os._exit(1)
 

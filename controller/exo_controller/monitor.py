@@ -62,26 +62,32 @@ def describe(err: BaseException) -> str:
 
 
 class GrpcPeers:
-    """Peers over the gRPC addresses of the cluster config (cache_nodes[].grpc, db_nodes[].grpc)."""
+    """Peers over the gRPC addresses of the cluster config (cache_nodes[].grpc, db_nodes[].grpc),
+    with mutual TLS as `controller` (exo_common/tls.py; plaintext in insecure_dev_mode): each
+    channel checks that the server's certificate is the node's (for a db node hosted by a wimpy
+    emulator, the emulator's)."""
 
     def __init__(self, cfg):
-        import grpc  # noqa: F401 - imported here so the pure modules never need it
+        from exo_common import tls
+        self._cfg = cfg
         self._cache = {c.name: c.grpc for c in cfg.cache_nodes}
         self._db = {d.name: d.grpc for d in cfg.db_nodes}
         self._channels: dict = {}
         self._lock = threading.Lock()
+        tls.channel_credentials(cfg, "controller")  # a missing certificate fails here, not per heartbeat
 
-    def _channel(self, addr: str):
-        import grpc
+    def _channel(self, node: str, addr: str):
+        from exo_common import tls
         with self._lock:
             ch = self._channels.get(addr)
             if ch is None:
-                ch = self._channels[addr] = grpc.insecure_channel(addr, options=CHANNEL_OPTIONS)
+                ch = self._channels[addr] = tls.secure_channel(
+                    self._cfg, "controller", addr, tls.server_cert_name(self._cfg, node), CHANNEL_OPTIONS)
             return ch
 
     def _cache_stub(self, node: str):
         from exoproto import control_pb2_grpc
-        return control_pb2_grpc.CacheNodeStub(self._channel(self._cache[node]))
+        return control_pb2_grpc.CacheNodeStub(self._channel(node, self._cache[node]))
 
     def cache_stats(self, node: str, timeout: float) -> None:
         from exoproto import control_pb2
@@ -100,7 +106,7 @@ class GrpcPeers:
 
     def forget(self, db: str, cache_node: str, timeout: float) -> tuple[int, int]:
         from exoproto import control_pb2, control_pb2_grpc
-        stub = control_pb2_grpc.DbNodeStub(self._channel(self._db[db]))
+        stub = control_pb2_grpc.DbNodeStub(self._channel(db, self._db[db]))
         rep = stub.ForgetCacheNode(control_pb2.ForgetCacheNodeRequest(cache_node=cache_node), timeout=timeout)
         return rep.keys_dropped, rep.txns_dropped
 

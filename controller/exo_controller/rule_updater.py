@@ -18,8 +18,10 @@ Choices worth knowing:
   deletes of the same batch as room: OpenFlow orders flow-mods only across barriers, so a switch
   may apply a batch's adds before its deletes. Deletes still drain one per add once installed
   reaches C, just batch by batch. An add that only moves a held hash to another port always fits.
-* Statics (flush, Ruleset 1, ARP, Ruleset 3) go first after a (re)connect whose table is not
-  ours (switch_connected(None)). The flush empties Ruleset 2 as well, so `installed` restarts
+* Statics (flush, the meters and table 0's ingress checks of ingress.py, Ruleset 1, ARP,
+  Ruleset 3) go first after a (re)connect whose table is not ours (switch_connected(None)); every
+  one, meter-mods included, counts against R like any flow-mod. A batch of statics ends where
+  ingress.needs_barrier says so (the meters must be in before the flows that use them). The flush empties Ruleset 2 as well, so `installed` restarts
   empty and every desired rule is simply back in the add queue, hottest first and within C,
   right behind the statics. A table whose statics are ours is kept (see below).
 * Rate: a sliding window (at most floor(R), at least 1, sends in any half-open 1 s window) is the
@@ -70,8 +72,9 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional, Sequence
 
-from .flows import (ADD, DELETE_STRICT, CacheRule, CacheRuleBook, FlowMod, flush_flowmod, static_flowmods,
+from .flows import (ADD, DELETE_STRICT, CacheRule, CacheRuleBook, FlowMod, flush_flowmod, static_mods,
                     withdraw_flowmod)
+from .ingress import needs_barrier
 
 STATIC, ADD_RULE, DEL_RULE, WITHDRAW = "static", "add", "delete", "withdraw"
 
@@ -192,7 +195,7 @@ class RuleUpdater:
     def from_config(cls, cfg, fault: Optional[str] = None) -> "RuleUpdater":
         sw = cfg.switch
         return cls({c.name: c.switch_port for c in cfg.cache_nodes}, sw.cache_rule_capacity,
-                   sw.rule_update_rate, static_flowmods(cfg), fault=fault, match=sw.cache_match)
+                   sw.rule_update_rate, static_mods(cfg), fault=fault, match=sw.cache_match)
 
     # ------------------------------------------------------------------ requests
 
@@ -528,11 +531,15 @@ class RuleUpdater:
             batch.mods.append(withdraw_flowmod(port))
             batch.items.append(_Item(WITHDRAW, port=port, seq=self._withdrawals.pop(node), node=node))
             self._withdraw_inflight.add(node)
+        fenced = False  # the batch must end here (ingress.needs_barrier): the rest after its barrier
         while self._statics and len(batch) < budget:
+            if batch.mods and needs_barrier(batch.mods[-1], self._statics[0]):
+                fenced = True  # e.g. the meters before the flows that use them
+                break
             fm = self._statics.popleft()
             batch.mods.append(fm)
             batch.items.append(_Item(STATIC))
-        if len(batch) < budget and (self._adds or self._dels):
+        if not fenced and len(batch) < budget and (self._adds or self._dels):
             adds = sorted(self._unblocked_adds(), key=lambda h: (-self._loads.get(h, 0.0), self._adds[h]))
             dels = iter(list(self._dels) if self.synced else [])
             ai = 0

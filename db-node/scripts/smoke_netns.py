@@ -217,7 +217,8 @@ def run(binary: str) -> None:
         f = c.call(wire.OP_GET, b"k1")
         check(f is not None and f.msg.status == wire.ST_NOT_FOUND, "GET k1 after DELETE -> NOT_FOUND")
         f = c.call(wire.OP_GET, b"k1", flags=wire.FLAG_FORWARDED)
-        check(f is not None, "forwarded GET answered")
+        # no switch here to write the cache-port DSCP (docs/switch-rules.md, "Ingress hygiene")
+        check(f is not None and f.msg.status == wire.ST_BAD_REQUEST, "forwarded GET without the mark -> BAD_REQUEST")
 
         print("malformed / ignored:")
         good = bytearray(c.frame(wire.OP_PUT, b"evil", b"v"))

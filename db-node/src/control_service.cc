@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "marks.h"
+#include "rpc_metrics.h"
 #include "unix_socket.h"
 #include "wire.h"
 
@@ -13,10 +14,23 @@ ControlService::ControlService(const Cluster& cluster, std::string node_name, Kv
                                CachedKeys& cached, Resolver& resolver, const CounterSet& all,
                                Counters& control, Reporter* reporter)
     : cluster_(cluster), node_name_(std::move(node_name)), store_(store), cached_(cached),
-      resolver_(resolver), all_(all), c_(control), reporter_(reporter) {}
+      resolver_(resolver), all_(all), c_(control), reporter_(reporter),
+      authz_(cluster, control.rpc_refused, &control.tls_handshake_refused) {}
 
-grpc::Status ControlService::Fetch(grpc::ServerContext*, const exo::FetchRequest* req,
+grpc::Status ControlService::check_cache_node(const grpc::ServerContext* ctx,
+                                              const google::protobuf::MethodDescriptor* method,
+                                              const std::string& cache_node) const {
+  // A cache node Fetches and Evicts for itself only: in another's name it could make this node
+  // propagate writes to the wrong node (or stop propagating them), and that node serve stale
+  // values.
+  if (!authz_.checks_on() || cache_node == caller(ctx)) return grpc::Status::OK;
+  return authz_.refuse(ctx, method, "cache_node '" + cache_node + "' is not the caller");
+}
+
+grpc::Status ControlService::Fetch(grpc::ServerContext* ctx, const exo::FetchRequest* req,
                                    exo::FetchReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.Fetch");
+  if (grpc::Status s = check_cache_node(ctx, kMethod, req->cache_node()); !s.ok()) return s;
   // Tracking a key for a cache node we cannot reach would make every later write of it fail
   // at Prepare, so refuse unknown names up front.
   if (!cluster_.find_cache(req->cache_node()))
@@ -52,8 +66,10 @@ grpc::Status ControlService::Fetch(grpc::ServerContext*, const exo::FetchRequest
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::Evict(grpc::ServerContext*, const exo::EvictRequest* req,
+grpc::Status ControlService::Evict(grpc::ServerContext* ctx, const exo::EvictRequest* req,
                                    exo::EvictReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.Evict");
+  if (grpc::Status s = check_cache_node(ctx, kMethod, req->cache_node()); !s.ok()) return s;
   uint32_t n = 0;
   std::string err;
   for (const std::string& key : req->keys()) {
@@ -66,9 +82,10 @@ grpc::Status ControlService::Evict(grpc::ServerContext*, const exo::EvictRequest
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::ForgetCacheNode(grpc::ServerContext*,
+grpc::Status ControlService::ForgetCacheNode(grpc::ServerContext* ctx,
                                              const exo::ForgetCacheNodeRequest* req,
                                              exo::ForgetCacheNodeReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.ForgetCacheNode");
   const std::string& node = req->cache_node();
   if (!cluster_.find_cache(node))
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -93,12 +110,17 @@ grpc::Status ControlService::ForgetCacheNode(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::Stats(grpc::ServerContext*, const exo::StatsRequest*,
-                                   exo::StatsReply* rep) {
-  rep->set_node(node_name_);
+std::vector<std::pair<std::string, uint64_t>> ControlService::counters() const {
   Gauges gauges;
   gauges.cached_keys = cached_.size();
-  for (const auto& [name, value] : flatten(all_.sum(), gauges)) {
+  return flatten(all_.sum(), gauges);
+}
+
+grpc::Status ControlService::Stats(grpc::ServerContext* ctx, const exo::StatsRequest*,
+                                   exo::StatsReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.Stats");
+  rep->set_node(node_name_);
+  for (const auto& [name, value] : counters()) {
     exo::Counter* c = rep->add_counters();
     c->set_name(name);
     c->set_value(value);
@@ -112,24 +134,26 @@ grpc::Status ControlService::Stats(grpc::ServerContext*, const exo::StatsRequest
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::HotKeys(grpc::ServerContext*, const exo::StatsRequest*,
+grpc::Status ControlService::HotKeys(grpc::ServerContext* ctx, const exo::StatsRequest*,
                                      exo::ReportRequest* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.HotKeys");
   if (!reporter_)
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "hot-key detection is not running");
   *rep = reporter_->peek();
   return grpc::Status::OK;
 }
 
-std::unique_ptr<grpc::Server> start_control_server(const std::string& address,
-                                                   ControlService& service, std::string* error) {
+std::unique_ptr<grpc::Server> start_control_server(const std::string& address, ControlService& service,
+                                                   const GrpcSecurity& security, std::string* error) {
   if (std::string e = exo::prepare_unix_socket(address); !e.empty()) {
     *error = "grpc: " + e;
     return nullptr;
   }
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(address, security.server_credentials(), &port);
   builder.RegisterService(&service);
+  exo::metrics::instrument(builder);  // health service + RPC latency histograms
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     *error = "grpc: cannot listen on '" + address + "'";

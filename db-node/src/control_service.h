@@ -1,6 +1,8 @@
 // The DbNode gRPC service (proto/exoproto/control.proto): Fetch/Evict/ForgetCacheNode
 // bookkeeping of which keys a cache node holds (thesis 3.6.1; persisted, marks.h), Stats, and
-// HotKeys (the REPORT the node would send).
+// HotKeys (the REPORT the node would send). Every handler first runs the caller checks of
+// control.proto (grpc_security.h): the caller's role, and for Fetch/Evict that a cache node acts
+// only for itself.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include "cluster.h"
 #include "counters.h"
 #include "exoproto/control.grpc.pb.h"
+#include "grpc_security.h"
 #include "reporter.h"
 #include "resolver.h"
 #include "store.h"
@@ -53,6 +56,10 @@ class ControlService final : public exo::DbNode::Service {
   grpc::Status HotKeys(grpc::ServerContext* ctx, const exo::StatsRequest* req,
                        exo::ReportRequest* rep) override;
 
+  // The node's own counters and gauges now, in counter-list order: Stats replies them (then the
+  // extra ones below); exo-db-node's /metrics page shows them. Safe from any thread.
+  std::vector<std::pair<std::string, uint64_t>> counters() const;
+
   // Extra (name, value) pairs Stats appends after the node's own counters, e.g. the wimpy
   // emulator's process-wide counters. Set before the server starts; the function must be
   // thread-safe (Stats runs on gRPC threads).
@@ -67,14 +74,23 @@ class ControlService final : public exo::DbNode::Service {
   Resolver& resolver_;
   const CounterSet& all_;
   Counters& c_;
+  // OK when `cache_node` is the caller (Fetch/Evict), else the refusal, counted.
+  grpc::Status check_cache_node(const grpc::ServerContext* ctx,
+                                const google::protobuf::MethodDescriptor* method,
+                                const std::string& cache_node) const;
+
   Reporter* reporter_;
   ExtraStats extra_stats_;
+  // Counts refusals in c_.rpc_refused, the process's refused TLS handshakes in
+  // c_.tls_handshake_refused.
+  Authorizer authz_;
 };
 
 // Starts a gRPC server for `service` on `address` ("unix:/path", "unix:///path" or
-// "host:port"). A stale unix socket file from a previous run is removed first. Returns nullptr
-// and sets *error when it cannot listen.
-std::unique_ptr<grpc::Server> start_control_server(const std::string& address,
-                                                   ControlService& service, std::string* error);
+// "host:port") with `security`'s server credentials (mutual TLS unless insecure_dev_mode). A
+// stale unix socket file from a previous run is removed first. Returns nullptr and sets *error
+// when it cannot listen.
+std::unique_ptr<grpc::Server> start_control_server(const std::string& address, ControlService& service,
+                                                   const GrpcSecurity& security, std::string* error);
 
 }  // namespace exo::db

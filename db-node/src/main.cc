@@ -20,6 +20,7 @@
 
 #include "cluster.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "node_parts.h"
 #include "packet_loop.h"
 #include "periodic.h"
@@ -110,9 +111,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<NodeParts> parts =
       NodeParts::build(cluster, static_cast<uint32_t>(self_index), *store, &err);
   if (!parts) {
-    std::fprintf(stderr, "exo-db-node: %s\n", err.c_str());
+    std::fprintf(stderr, "exo-db-node: %s: %s\n", cluster_path.c_str(), err.c_str());
     return 2;
   }
+  exo::log_security(*parts->security, cluster);
   // Before any thread can write or Fetch: the marks, dedup records and undelivered decisions
   // of the previous run must be in place first (docs/two-phase-commit.md).
   RecoveryReport rec;
@@ -144,6 +146,16 @@ int main(int argc, char** argv) {
     fds.push_back(fd);
   }
 
+  // /metrics on db_nodes[].metrics (docs/operations.md, "Metrics"), before the gRPC server.
+  exo::metrics::MetricsHttpServer metrics;
+  if (const std::string e = metrics.start(
+          self.metrics, {"db", {EXO_DB_COUNTERS(EXO_COUNTER_DESC) EXO_DB_GAUGES(EXO_COUNTER_DESC)},
+                         [p = parts.get()] { return p->service.counters(); }});
+      !e.empty()) {
+    std::fprintf(stderr, "exo-db-node: db_nodes[%d].metrics: %s\n", self_index, e.c_str());
+    close_fds();
+    return 1;
+  }
   // The gRPC server, then the REPORT thread (a REPORT makes the cache node Fetch from us).
   if (!parts->start(&err)) {
     std::fprintf(stderr, "exo-db-node: db_nodes[%d].grpc: %s\n", self_index, err.c_str());
@@ -182,6 +194,7 @@ int main(int argc, char** argv) {
   close_fds();
   sweeping.stop();
   resolving.stop();  // undelivered decisions stay in the txlog for the next start
+  metrics.stop();    // it reads the parts
   parts->stop();     // the REPORT thread, then the server: the reverse of start-up
   parts.reset();     // every StoreTxn and handler gone before RocksDB closes
   const StoreResult closed = store->close();

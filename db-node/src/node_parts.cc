@@ -15,6 +15,15 @@ std::unique_ptr<NodeParts> NodeParts::build(const Cluster& cluster, uint32_t sel
     return nullptr;
   }
   const DbNodeInfo& self = cluster.db_nodes[self_index];
+  std::shared_ptr<const GrpcSecurity> security = opts.security;
+  if (!security) {
+    try {
+      security = GrpcSecurity::load(cluster, cert_name_of(self));
+    } catch (const SecurityError& e) {
+      *error = e.what();
+      return nullptr;
+    }
+  }
   // REPORTs go to the cache node serving this node's partitions; without one there is nobody
   // to tell, but HotKeys still answers.
   std::unique_ptr<GrpcReportSink> sink;
@@ -25,17 +34,20 @@ std::unique_ptr<NodeParts> NodeParts::build(const Cluster& cluster, uint32_t sel
                self.cache_node + "'";
       return nullptr;
     }
-    sink = std::make_unique<GrpcReportSink>(cache->grpc);
+    sink = std::make_unique<GrpcReportSink>(cache->grpc, cache->name, security);
   }
-  return std::unique_ptr<NodeParts>(new NodeParts(cluster, self_index, store, std::move(sink), opts));
+  return std::unique_ptr<NodeParts>(
+      new NodeParts(cluster, self_index, store, security, std::move(sink), opts));
 }
 
 NodeParts::NodeParts(const Cluster& c, uint32_t index, KvStore& s,
+                     std::shared_ptr<const GrpcSecurity> sec,
                      std::unique_ptr<GrpcReportSink> report_sink, const NodePartsOptions& opts)
     : cluster(c),
       self_index(index),
       store(s),
-      propagator(c),
+      security(std::move(sec)),
+      propagator(c, security),
       dedup(opts.dedup_ttl_ms),
       resolver(s, cached, propagator, counters.add_block()),
       txids(TxIdSource::from_clock()),
@@ -57,7 +69,7 @@ NodeLane NodeParts::add_lane() {
 
 bool NodeParts::start(std::string* error) {
   if (server_) return true;
-  server_ = start_control_server(self().grpc, service, error);
+  server_ = start_control_server(self().grpc, service, *security, error);
   if (!server_) return false;
   reporter.start();  // no-op without a sink
   return true;

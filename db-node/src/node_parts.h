@@ -19,6 +19,7 @@
 #include "control_service.h"
 #include "counters.h"
 #include "dedup_table.h"
+#include "grpc_security.h"
 #include "hot_keys/hot_key_detector.h"
 #include "propagator.h"
 #include "reporter.h"
@@ -34,6 +35,9 @@ namespace exo::db {
 
 struct NodePartsOptions {
   uint64_t dedup_ttl_ms = DedupTable::kTtlMs;
+  // The gRPC credentials of the server and channels. Null: loaded from the cluster for the
+  // node's certificate name (cert_name_of: its own, or its emulator's).
+  std::shared_ptr<const GrpcSecurity> security;
 };
 
 // One packet thread's (or lcore's) view of the node: its handler and its counter block.
@@ -45,7 +49,8 @@ struct NodeLane {
 class NodeParts {
  public:
   // Builds db node `self_index` of `cluster` around `store` (both outlive the parts). Returns
-  // nullptr and sets *error (naming the config field) when the node's cache_node is unknown.
+  // nullptr and sets *error (naming the config field) when the node's cache_node is unknown or
+  // its certificate files cannot be used (security.cert_dir).
   static std::unique_ptr<NodeParts> build(const Cluster& cluster, uint32_t self_index,
                                           KvStore& store, std::string* error,
                                           const NodePartsOptions& opts = {});
@@ -72,6 +77,7 @@ class NodeParts {
   const Cluster& cluster;
   const uint32_t self_index;
   KvStore& store;
+  const std::shared_ptr<const GrpcSecurity> security;  // before the propagator and sink using it
   CounterSet counters;
   CachedKeys cached;
   GrpcPropagator propagator;
@@ -86,7 +92,8 @@ class NodeParts {
 
  private:
   NodeParts(const Cluster& cluster, uint32_t self_index, KvStore& store,
-            std::unique_ptr<GrpcReportSink> sink, const NodePartsOptions& opts);
+            std::shared_ptr<const GrpcSecurity> security, std::unique_ptr<GrpcReportSink> sink,
+            const NodePartsOptions& opts);
 
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::unique_ptr<RequestHandler>> handlers_;

@@ -3,7 +3,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "exoproto/control.grpc.pb.h"
-#include "grpc_channel.h"
 
 #ifdef EXO_FAULTS  // ---- mutant test build only (common/cpp/fault_switch.h) ----
 #include <mutex>
@@ -32,6 +31,7 @@ uint64_t TxIdSource::from_clock() {
 }
 
 struct GrpcPropagator::Peer {
+  std::string name;  // the cache node's, also its certificate's
   std::string address;
   std::once_flag once;
   // Stubs are thread-safe; after `once` ran, `stub` is read-only.
@@ -39,10 +39,12 @@ struct GrpcPropagator::Peer {
   std::unique_ptr<exo::CacheNode::Stub> stub;
 };
 
-GrpcPropagator::GrpcPropagator(const Cluster& cluster, std::chrono::milliseconds deadline)
-    : deadline_(deadline) {
+GrpcPropagator::GrpcPropagator(const Cluster& cluster, std::shared_ptr<const GrpcSecurity> security,
+                               std::chrono::milliseconds deadline)
+    : security_(std::move(security)), deadline_(deadline) {
   for (const auto& c : cluster.cache_nodes) {
     auto p = std::make_unique<Peer>();
+    p->name = c.name;
     p->address = c.grpc;
     peers_.emplace(c.name, std::move(p));
   }
@@ -57,10 +59,10 @@ GrpcPropagator::Peer* GrpcPropagator::peer(const std::string& cache_node, std::s
     return nullptr;
   }
   Peer* p = it->second.get();
-  std::call_once(p->once, [p] {
+  std::call_once(p->once, [this, p] {
     // Fast reconnects (grpc_channel.h): pending writes of a restarted cache node's keys answer
     // BUSY until the resolver gets through.
-    p->channel = exo::make_channel(p->address);
+    p->channel = security_->channel(p->address, p->name);
     p->stub = exo::CacheNode::NewStub(p->channel);
   });
   return p;

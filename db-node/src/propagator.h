@@ -17,6 +17,7 @@
 
 #include "cluster.h"
 #include "coordinator/replies.h"
+#include "grpc_security.h"
 
 namespace exo::db {
 
@@ -48,9 +49,10 @@ class GrpcPropagator final : public Propagator {
  public:
   // Channels are created lazily, one per cache node, from cache_nodes[].grpc. They reconnect
   // quickly after the cache node restarts (100 ms first backoff, at most 1 s), so a Commit or
-  // Abort left to the resolver is delivered soon after the node is back.
-  explicit GrpcPropagator(const Cluster& cluster,
-                          std::chrono::milliseconds deadline = std::chrono::milliseconds(500));
+  // Abort left to the resolver is delivered soon after the node is back. Channels use
+  // `security` (this node's certificate; the cache node's name as the target-name override).
+  GrpcPropagator(const Cluster& cluster, std::shared_ptr<const GrpcSecurity> security,
+                 std::chrono::milliseconds deadline = std::chrono::milliseconds(500));
   ~GrpcPropagator() override;
 
   PrepareOutcome prepare(const std::string& cache_node, std::span<const uint8_t> key, uint64_t txid,
@@ -65,6 +67,7 @@ class GrpcPropagator final : public Propagator {
   // The peer for a cache node name, creating its channel on first use; nullptr if unknown.
   Peer* peer(const std::string& cache_node, std::string* error);
 
+  std::shared_ptr<const GrpcSecurity> security_;
   std::chrono::milliseconds deadline_;
   // One slot per configured cache node, built in the constructor and never resized, so
   // lookups need no lock; each slot guards its own lazy channel creation.

@@ -3,7 +3,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "exoproto/control.grpc.pb.h"
-#include "grpc_channel.h"
 #include "log.h"
 
 namespace exo::db {
@@ -13,15 +12,18 @@ struct GrpcReportSink::Peer {
   std::unique_ptr<exo::CacheNode::Stub> stub;
 };
 
-GrpcReportSink::GrpcReportSink(std::string address, std::chrono::milliseconds deadline)
-    : address_(std::move(address)), deadline_(deadline) {}
+GrpcReportSink::GrpcReportSink(std::string address, std::string cache_node,
+                               std::shared_ptr<const GrpcSecurity> security,
+                               std::chrono::milliseconds deadline)
+    : address_(std::move(address)), cache_node_(std::move(cache_node)), security_(std::move(security)),
+      deadline_(deadline) {}
 
 GrpcReportSink::~GrpcReportSink() = default;
 
 bool GrpcReportSink::send(const exo::ReportRequest& report, std::string* error) {
   if (!peer_) {
     peer_ = std::make_unique<Peer>();
-    peer_->channel = exo::make_channel(address_);
+    peer_->channel = security_->channel(address_, cache_node_);
     peer_->stub = exo::CacheNode::NewStub(peer_->channel);
   }
   exo::ReportReply reply;

@@ -19,6 +19,7 @@
 #include "cluster.h"
 #include "counters.h"
 #include "exoproto/control.pb.h"
+#include "grpc_security.h"
 #include "hot_keys/hot_key_detector.h"
 #include "hot_keys/load_meter.h"
 
@@ -31,18 +32,21 @@ class ReportSink {
   virtual bool send(const exo::ReportRequest& report, std::string* error) = 0;
 };
 
-// CacheNode.Report to one cache node. The channel is created on the first send (CreateChannel
-// does not connect; the RPC does, within its deadline). Called from the reporter thread only.
+// CacheNode.Report to one cache node (`cache_node`: its name, also its certificate's). The
+// channel is created on the first send (CreateChannel does not connect; the RPC does, within
+// its deadline), with `security`. Called from the reporter thread only.
 class GrpcReportSink final : public ReportSink {
  public:
-  explicit GrpcReportSink(std::string address,
-                          std::chrono::milliseconds deadline = std::chrono::milliseconds(1000));
+  GrpcReportSink(std::string address, std::string cache_node, std::shared_ptr<const GrpcSecurity> security,
+                 std::chrono::milliseconds deadline = std::chrono::milliseconds(1000));
   ~GrpcReportSink() override;
   bool send(const exo::ReportRequest& report, std::string* error) override;
 
  private:
   struct Peer;
   std::string address_;
+  std::string cache_node_;
+  std::shared_ptr<const GrpcSecurity> security_;
   std::chrono::milliseconds deadline_;
   std::unique_ptr<Peer> peer_;  // created lazily
 };

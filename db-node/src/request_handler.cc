@@ -25,7 +25,8 @@ RequestHandler::RequestHandler(const NodeContext& ctx, Counters& counters)
   screen_policy_.self_mac = self_mac_;
 }
 
-bool RequestHandler::accept(std::span<const uint8_t> frame, wire::FrameView* req) {
+bool RequestHandler::accept(std::span<const uint8_t> frame, wire::FrameView* req, uint64_t* hash,
+                            bool* owned) {
   bump(c_.rx_frames);
   // The nodes' one pre-filter (wire::screen): someone else's traffic is ignored; a frame of ours
   // that fails validation (checksums included), is longer than 14 + mtu (no client of this
@@ -43,10 +44,29 @@ bool RequestHandler::accept(std::span<const uint8_t> frame, wire::FrameView* req
     case wire::Screen::kRequest:
       break;
   }
-  // Serve misrouted requests anyway: during a partition-table change the switch and the
-  // config may briefly disagree, and answering beats a client timeout. The counter shows it.
-  if (ctx_.cluster.owner_index(key_hash(req->key)) != ctx_.self_index) bump(c_.misrouted);
+  // A request for another node's key: the switch routes by the hash in the dst MAC, so only a
+  // frame whose MAC hash and key disagree (a forgery, or a config mismatch between switch and
+  // node) gets here. GETs are served anyway; writes are refused (refusal()).
+  *hash = key_hash(req->key);
+  *owned = ctx_.cluster.owner_index(*hash) == ctx_.self_index;
+  if (!*owned) bump(c_.misrouted);
   return true;
+}
+
+const char* RequestHandler::refusal(const wire::FrameView& req, bool owned) {
+  if (req.op() == wire::kGet) {
+    const bool dressed_as_forwarded = (req.flags & wire::kForwarded) || req.eth_dst[0] == kPrefixOther;
+    if (dressed_as_forwarded && wire::ip_dscp(req) != wire::kForwardedDscp) {
+      bump(c_.forwarded_unmarked_dropped);
+      return "a forwarded GET that did not come from a cache node's port";
+    }
+    return nullptr;
+  }
+  if (!owned) {
+    bump(c_.wrong_owner_dropped);
+    return "a write for a key this node does not own";
+  }
+  return nullptr;
 }
 
 size_t RequestHandler::handle(std::span<const uint8_t> frame, std::span<uint8_t> out) {
@@ -62,16 +82,25 @@ void RequestHandler::handle_burst(std::span<BurstItem> items) {
     BurstItem& it = items[i];
     it.len = 0;
     wire::FrameView req;
-    if (!accept(it.frame, &req)) continue;
+    uint64_t hash = 0;
+    bool owned = false;
+    if (!accept(it.frame, &req, &hash, &owned)) continue;
+    if (const char* why = refusal(req, owned)) {
+      // Answered BAD_REQUEST (never applied, no larger than the request: nothing to amplify),
+      // so a sender that got here by a config mismatch learns it at once instead of retrying.
+      LOG_DEBUG("refused %s", why);
+      it.len = reply(req, it.out.first(std::min(it.out.size(), max_frame_)), wire::kBadRequest);
+      continue;
+    }
     switch (req.op()) {
       case wire::kGet:
-        note_get(req);
+        note_get(req, owned);
         gets_.push_back({i, req});
         get_keys_.push_back(req.key);
         continue;
       case wire::kPut:
       case wire::kDelete:
-        it.len = handle_write(req, key_hash(req.key), it.out.first(std::min(it.out.size(), max_frame_)));
+        it.len = handle_write(req, hash, it.out.first(std::min(it.out.size(), max_frame_)));
         continue;
     }
     bump(c_.malformed_dropped);  // unreachable: parse() rejects other opcodes
@@ -87,12 +116,12 @@ void RequestHandler::handle_burst(std::span<BurstItem> items) {
   }
 }
 
-void RequestHandler::note_get(const wire::FrameView& req) {
+void RequestHandler::note_get(const wire::FrameView& req, bool owned) {
   bump(c_.gets);
   if (req.flags & wire::kForwarded) bump(c_.forwarded_gets);
   // Forwarded GETs count too: they are reads of this node's keys that the cache did not serve.
   // Only GETs are sampled (caching helps reads only; see docs/cache-fill.md).
-  if (ctx_.hot_keys && sampler_.sample()) {
+  if (ctx_.hot_keys && owned && sampler_.sample()) {
     bump(c_.hot_sampled);
     ctx_.hot_keys->observe(as_sv(req.key), steady_ms());
   }

@@ -68,10 +68,18 @@ class RequestHandler {
   size_t handle(std::span<const uint8_t> frame, std::span<uint8_t> out);
 
  private:
-  // Screens one frame (counts it); true if it is a request of ours, parsed into *req.
-  bool accept(std::span<const uint8_t> frame, wire::FrameView* req);
-  // A GET's counters and hot-key sampling (before its read).
-  void note_get(const wire::FrameView& req);
+  // Screens one frame (counts it); true if it is a request of ours, parsed into *req, with its
+  // key's hash in *hash and whether this node owns the key's partition in *owned.
+  bool accept(std::span<const uint8_t> frame, wire::FrameView* req, uint64_t* hash, bool* owned);
+  // Why a request must not be served here (data-plane hygiene, docs/switch-rules.md), counted;
+  // nullptr when it may. A write for a key of another node's partition (it would be applied
+  // and acknowledged but never read again: reads go to the owner), or a GET dressed as a cache
+  // node's forwarded miss (prefix 0xBA or FORWARDED) without the DSCP the switch writes on
+  // frames from cache-node ports (wire::kForwardedDscp): a client's forgery.
+  const char* refusal(const wire::FrameView& req, bool owned);
+  // A GET's counters and hot-key sampling (before its read); `owned`: only GETs of this
+  // node's keys feed its hot-key detector (its REPORTs speak for its own partitions).
+  void note_get(const wire::FrameView& req, bool owned);
   // A GET's reply from its read.
   size_t answer_get(const wire::FrameView& req, const StoreResult& r, const std::string& value,
                     std::span<uint8_t> out);

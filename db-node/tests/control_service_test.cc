@@ -232,7 +232,7 @@ TEST_F(ControlTest, HotKeysReturnsTheReportWithoutSendingIt) {
   TempDir dir;
   const std::string addr = "unix:" + (dir.path / "db0.sock").string();
   std::string err;
-  auto server = start_control_server(addr, with, &err);
+  auto server = start_control_server(addr, with, *exo::GrpcSecurity::plaintext(), &err);
   ASSERT_TRUE(server) << err;
   auto stub = exo::DbNode::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
   exo::ReportRequest rep;
@@ -268,7 +268,7 @@ TEST_F(ControlTest, ServesOverUnixSocketAndReplacesAStaleSocketFile) {
     close(fd);
   }
   ASSERT_TRUE(std::filesystem::exists(path));
-  auto server = start_control_server("unix:" + path, svc, &err);
+  auto server = start_control_server("unix:" + path, svc, *exo::GrpcSecurity::plaintext(), &err);
   ASSERT_TRUE(server) << err;
   auto stub = exo::DbNode::NewStub(grpc::CreateChannel("unix:" + path, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
@@ -284,7 +284,7 @@ TEST_F(ControlTest, RefusesToRemoveANonSocketFile) {
   const auto path = dir.path / "not-a-socket";
   { std::ofstream(path) << "precious"; }
   std::string err;
-  auto server = start_control_server("unix:" + path.string(), svc, &err);
+  auto server = start_control_server("unix:" + path.string(), svc, *exo::GrpcSecurity::plaintext(), &err);
   EXPECT_FALSE(server);
   EXPECT_NE(err.find("not a socket"), std::string::npos) << err;
   EXPECT_TRUE(std::filesystem::exists(path));

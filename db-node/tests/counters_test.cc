@@ -16,7 +16,8 @@ TEST(Counters, NamesAreUniqueAndIncludeTheRequiredOnes) {
   }
   for (const char* n : {"rx_frames", "ignored", "malformed_dropped", "gets", "puts", "deletes",
                         "not_found", "misrouted", "forwarded_gets", "errors", "writes_propagated",
-                        "requests_served", "tx_errors", "rate_limited"})
+                        "requests_served", "tx_errors", "rate_limited", "wrong_owner_dropped",
+                        "forwarded_unmarked_dropped"})
     EXPECT_TRUE(names.count(n)) << n;
 }
 

@@ -66,7 +66,7 @@ class PropagatorTest : public ::testing::Test {
 };
 
 TEST_F(PropagatorTest, PrepareCommitAbortReachTheCacheNode) {
-  GrpcPropagator p(cluster);
+  GrpcPropagator p(cluster, exo::GrpcSecurity::plaintext());
   auto o = p.prepare("cache0", B("k"), 42, false, B("v"));
   EXPECT_EQ(o.code, PrepareOutcome::kPrepared) << o.error;
   auto c = p.commit("cache0", B("k"), 42);
@@ -81,7 +81,7 @@ TEST_F(PropagatorTest, PrepareCommitAbortReachTheCacheNode) {
 }
 
 TEST_F(PropagatorTest, NotCachedAndRefusedAreDistinguished) {
-  GrpcPropagator p(cluster);
+  GrpcPropagator p(cluster, exo::GrpcSecurity::plaintext());
   fake.cached = false;
   EXPECT_EQ(p.prepare("cache0", B("k"), 1, false, B("v")).code, PrepareOutcome::kNotCached);
   fake.ok = false;
@@ -99,7 +99,7 @@ TEST_F(PropagatorTest, NotCachedAndRefusedAreDistinguished) {
 }
 
 TEST_F(PropagatorTest, UnknownCacheNodeFails) {
-  GrpcPropagator p(cluster);
+  GrpcPropagator p(cluster, exo::GrpcSecurity::plaintext());
   auto o = p.prepare("nosuch", B("k"), 1, false, B("v"));
   EXPECT_EQ(o.code, PrepareOutcome::kFailed);
   EXPECT_NE(o.error.find("nosuch"), std::string::npos);
@@ -108,7 +108,7 @@ TEST_F(PropagatorTest, UnknownCacheNodeFails) {
 TEST_F(PropagatorTest, UnreachableCacheNodeFailsWithinTheDeadline) {
   server->Shutdown();
   server.reset();
-  GrpcPropagator p(cluster, std::chrono::milliseconds(200));
+  GrpcPropagator p(cluster, exo::GrpcSecurity::plaintext(), std::chrono::milliseconds(200));
   const auto t0 = std::chrono::steady_clock::now();
   auto o = p.prepare("cache0", B("k"), 1, false, B("v"));
   const auto took = std::chrono::steady_clock::now() - t0;
@@ -125,7 +125,7 @@ TEST_F(PropagatorTest, UnreachableCacheNodeFailsWithinTheDeadline) {
 // x1.6 per failure, up to 120 s) the node below, down for 3 s, would next be tried about 2.2 s
 // after it is back, and after a long outage only minutes later.
 TEST_F(PropagatorTest, ReconnectsQuicklyAfterTheCacheNodeRestarts) {
-  GrpcPropagator p(cluster, std::chrono::milliseconds(200));
+  GrpcPropagator p(cluster, exo::GrpcSecurity::plaintext(), std::chrono::milliseconds(200));
   ASSERT_EQ(p.commit("cache0", B("k"), 1).code, FinishOutcome::kDone);
   server->Shutdown();
   server.reset();

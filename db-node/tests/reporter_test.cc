@@ -186,7 +186,7 @@ TEST(GrpcReportSink, DeliversAndReportsRefusalsAndUnreachableNodes) {
   std::unique_ptr<grpc::Server> server = b.BuildAndStart();
   ASSERT_TRUE(server);
 
-  GrpcReportSink sink(addr);
+  GrpcReportSink sink(addr, "cache0", exo::GrpcSecurity::plaintext());
   exo::ReportRequest r;
   r.set_db_node("db0");
   r.set_seq(7);
@@ -202,8 +202,8 @@ TEST(GrpcReportSink, DeliversAndReportsRefusalsAndUnreachableNodes) {
   EXPECT_EQ(cache.got[0].seq(), 7u);
   EXPECT_EQ(cache.got[0].keys(0).key(), "k");
 
-  GrpcReportSink nobody("unix:" + (dir.path / "nobody.sock").string(),
-                        std::chrono::milliseconds(200));
+  GrpcReportSink nobody("unix:" + (dir.path / "nobody.sock").string(), "cache0",
+                        exo::GrpcSecurity::plaintext(), std::chrono::milliseconds(200));
   err.clear();
   EXPECT_FALSE(nobody.send(r, &err));
   EXPECT_FALSE(err.empty());

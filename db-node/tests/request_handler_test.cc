@@ -167,16 +167,63 @@ TEST_F(HandlerTest, NonRequestTrafficIsIgnoredNotMalformed) {
   EXPECT_EQ(counter(c, "gets"), 0u);
 }
 
-TEST_F(HandlerTest, MisroutedRequestsAreServedAndCounted) {
+// The switch routes a request by the hash in its dst MAC, so a frame reaches the wrong db node
+// only when that hash and its key disagree: a forgery, or a switch and a node that disagree
+// about the partitions. A write there would be applied and acknowledged but never read again
+// (reads go to the owner): refused, BAD_REQUEST, counted; nothing is written, no dedup record
+// is kept. A GET there is served (it changes nothing) but feeds no hot-key report.
+TEST_F(HandlerTest, WritesForAnotherNodesKeysAreRefusedAndCounted) {
   const std::string theirs = key_owned_by(cluster, 1);
-  EXPECT_EQ(send(request(wire::kPut, theirs, "x")).status, wire::kOk);
-  EXPECT_EQ(store.data.at(theirs), "x");
-  EXPECT_EQ(counter(c, "misrouted"), 1u);
+  for (uint8_t op : {wire::kPut, wire::kDelete}) {
+    const wire::FrameView r = send(request(op, theirs, op == wire::kPut ? "x" : "", 5));
+    EXPECT_EQ(r.status, wire::kBadRequest);
+    EXPECT_EQ(r.opcode, op | wire::kReplyBit);
+  }
+  EXPECT_FALSE(store.data.count(theirs));
+  EXPECT_EQ(counter(c, "wrong_owner_dropped"), 2u);
+  EXPECT_EQ(counter(c, "misrouted"), 2u);
+  EXPECT_EQ(counter(c, "puts") + counter(c, "deletes") + counter(c, "duplicate_writes"), 0u);
+  // A resend of the same id after the mismatch is fixed is a new write, not a recorded outcome.
+  store.data[theirs] = "kept";
+  EXPECT_EQ(send(request(wire::kGet, theirs, "", 6)).status, wire::kOk);
+  EXPECT_EQ(counter(c, "misrouted"), 3u);
+  EXPECT_EQ(counter(c, "wrong_owner_dropped"), 2u);
+  // This node's own keys are written as before.
+  EXPECT_EQ(send(request(wire::kPut, key, "mine", 7)).status, wire::kOk);
+  EXPECT_EQ(store.data.at(key), "mine");
+  EXPECT_EQ(counter(c, "wrong_owner_dropped"), 2u);
+}
+
+// A cache node forwards a miss with the client's own addresses, so only the switch can vouch
+// for it: it stamps wire::kForwardedDscp on frames with prefix 0xBA from cache-node ports and
+// drops client frames that carry it. A GET dressed as a forwarded miss (prefix 0xBA, or the
+// FORWARDED flag) without the mark came from a client: refused, BAD_REQUEST, counted.
+TEST_F(HandlerTest, ForwardedGetsWithoutTheCachePortMarkAreRefused) {
+  store.data[key] = "v";
+  const auto forged = {request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixOther),
+                       request(wire::kGet, key, "", 2, 0, 7777, kPrefixOther),
+                       request(wire::kGet, key, "", 3, wire::kForwarded, 7777, kPrefixGet)};
+  for (const auto& f : forged) {
+    const wire::FrameView r = send(f);
+    EXPECT_EQ(r.status, wire::kBadRequest);
+    EXPECT_EQ(r.value.size(), 0u);
+  }
+  EXPECT_EQ(counter(c, "forwarded_unmarked_dropped"), 3u);
+  EXPECT_EQ(counter(c, "forwarded_gets"), 0u);
+  EXPECT_EQ(counter(c, "gets"), 0u);
+  // The mark on a write or a plain GET changes nothing; a marked forwarded GET is served.
+  EXPECT_EQ(send(from_cache_port(request(wire::kPut, key, "w", 4))).status, wire::kOk);
+  EXPECT_EQ(str(send(from_cache_port(request(wire::kGet, key, "", 5, wire::kForwarded, 7777,
+                                              kPrefixOther))).value), "w");
+  EXPECT_EQ(str(send(request(wire::kGet, key, "", 6)).value), "w");
+  EXPECT_EQ(counter(c, "forwarded_unmarked_dropped"), 3u);
+  EXPECT_EQ(counter(c, "forwarded_gets"), 1u);
 }
 
 TEST_F(HandlerTest, ForwardedGetsAreCountedAndTheirRepliesCarryNoFlags) {
   store.data[key] = "v";
-  const wire::FrameView fwd = send(request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixOther));
+  const wire::FrameView fwd =
+      send(from_cache_port(request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixOther)));
   // FORWARDED is a request flag: no reply carries it (docs/wire-format.md, "Flags in replies").
   EXPECT_EQ(fwd.flags, 0);
   EXPECT_EQ(fwd.status, wire::kOk);
@@ -331,7 +378,8 @@ TEST_F(HandlerTest, TxidsAreDistinct) {
   EXPECT_GE(prop.txids[0], 100u);
 }
 
-// Every GET (forwarded ones too) reaches the detector at sample rate 1; writes never do.
+// Every GET of this node's keys (forwarded ones too) reaches the detector at sample rate 1;
+// writes never do, nor GETs of another node's keys (its REPORTs speak for its own partitions).
 TEST_F(HandlerTest, SampledGetsFeedTheHotKeyDetector) {
   HotKeysConfig cfg;
   cfg.sample_rate = 1;
@@ -341,10 +389,12 @@ TEST_F(HandlerTest, SampledGetsFeedTheHotKeyDetector) {
   RequestHandler hh(hot_ctx, hc);
   store.data[key] = "v";
   hh.handle(request(wire::kGet, key, "", 1), out);
-  hh.handle(request(wire::kGet, key, "", 2, wire::kForwarded, 7777, kPrefixOther), out);
-  hh.handle(request(wire::kGet, "absent", "", 3), out);  // NOT_FOUND reads count as reads
+  hh.handle(from_cache_port(request(wire::kGet, key, "", 2, wire::kForwarded, 7777, kPrefixOther)), out);
+  hh.handle(request(wire::kGet, key_owned_by(cluster, 0, "absent"), "", 3), out);  // NOT_FOUND reads count as reads
   hh.handle(request(wire::kPut, key, "w", 4), out);
   hh.handle(request(wire::kDelete, key, "", 5), out);
+  hh.handle(request(wire::kGet, key_owned_by(cluster, 1), "", 6), out);  // misrouted: served, not sampled
+  EXPECT_EQ(counter(hc, "misrouted"), 1u);
   EXPECT_EQ(counter(hc, "hot_sampled"), 3u);
   EXPECT_EQ(counter(hc, "forwarded_gets"), 1u);
   EXPECT_EQ(detector.sampled(steady_ms()), 3u);

@@ -39,9 +39,12 @@ struct TempDir {
   }
 };
 
-// db0 owns slot 0 (hash top bit 0) and db1 slot 1; one cache node "cache0".
+// db0 owns slot 0 (hash top bit 0) and db1 slot 1; one cache node "cache0". Plaintext gRPC and no
+// caller checks (security.insecure_dev_mode): tests of mutual TLS make their own certificates
+// (common/cpp/tests/test_pki.h).
 inline Cluster test_cluster() {
   Cluster c;
+  c.security.insecure_dev_mode = true;
   c.mtu = 1500;
   c.udp_port = 7777;
   c.service_ip = 0x0a0000fe;
@@ -92,6 +95,17 @@ inline std::vector<uint8_t> request(uint8_t op, const std::string& key, const st
   const size_t n = wire::build(f, dst.data(), wire::Addr{kClientMac.data(), kClientIp, kClientPort},
                                request_ip(hash), port, h, B(key), B(value));
   f.resize(n);
+  return f;
+}
+
+// What the switch does to a frame with prefix 0xBA that arrives on a cache node's port: it sets
+// the IPv4 DSCP to wire::kForwardedDscp (docs/switch-rules.md, "Ingress hygiene") and the
+// header checksum with it. A forwarded GET without it is a client's forgery to a db node.
+inline std::vector<uint8_t> from_cache_port(std::vector<uint8_t> f) {
+  wire::FrameHeader* h = wire::header_of(f.data());
+  h->ip.tos = static_cast<uint8_t>(wire::kForwardedDscp << 2 | (h->ip.tos & 0x03));
+  h->ip.checksum.set(0);
+  h->ip.checksum.set(wire::ipv4_checksum(f.data() + wire::kEthLen));
   return f;
 }
 

@@ -54,6 +54,13 @@ std::unique_ptr<Emulator> Emulator::build(const Cluster& cluster, const std::str
   e->depth_ = exo::emu::bucket_depth(rate, cluster.emulation.burst);
   db::NodePartsOptions opts;
   opts.dedup_ttl_ms = dedup_ttl_ms;
+  // One certificate, the emulator's own name, speaks for every node it hosts (docs/security.md).
+  try {
+    opts.security = GrpcSecurity::load(cluster, name);
+  } catch (const SecurityError& e) {
+    *error = e.what();
+    return nullptr;
+  }
   for (uint32_t db : hosted) {
     auto n = std::make_unique<Node>();
     n->parts = db::NodeParts::build(cluster, db, e->store_, error, opts);

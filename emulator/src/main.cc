@@ -243,5 +243,6 @@ int main(int argc, char** argv) {
                  name.c_str(), err.c_str());
     return 2;
   }
+  exo::log_security(*emu->node(0).security, cluster);
   return run(cluster, name, std::move(emu), extra);
 }

@@ -11,7 +11,9 @@
 #include "dpdk/eal_args.h"
 #include "emulator.h"
 #include "exoproto/control.grpc.pb.h"
+#include "grpc_security.h"
 #include "log.h"
+#include "tests/test_pki.h"
 #include "wimpy_test_util.h"
 
 namespace exo::emu {
@@ -106,6 +108,32 @@ TEST_F(EmulatorTest, PutAndDeleteOfUncachedKeysAnswerOk) {
   EXPECT_EQ(counter(emu->node(1), "puts"), 2u);
   EXPECT_EQ(counter(emu->node(1), "deletes"), 1u);
   EXPECT_EQ(counter(emu->node(0), "puts"), 0u);
+}
+
+// The emulator routes a request by the hash in its dst MAC (Demux), like the switch; a write
+// whose key another node owns (here db1, hosted by the same emulator) reaches the node the MAC
+// names (db0), which refuses it as a real db node does: BAD_REQUEST, never applied, counted.
+// A GET dressed as a cache node's forwarded miss without the cache-port mark is refused too.
+TEST_F(EmulatorTest, HostedNodesRefuseWritesOfOtherNodesKeysAndUnmarkedForwardedGets) {
+  make();
+  const std::string theirs = key_owned_by(cluster, 1), route = key_owned_by(cluster, 0, "route");
+  const Mac to_db0 = request_mac(kPrefixOther, key_hash(testing::B(route)));
+  const Emulator::Result r = send(testing::to_mac(request(wire::kPut, theirs, "misrouted", 1), to_db0));
+  EXPECT_EQ(r.node, 0u);
+  EXPECT_EQ(reply(r).status, wire::kBadRequest);
+  EXPECT_EQ(counter(emu->node(0), "wrong_owner_dropped"), 1u);
+  EXPECT_EQ(counter(emu->node(0), "puts") + counter(emu->node(1), "puts"), 0u);
+  EXPECT_EQ(counter(emu->node(1), "wrong_owner_dropped"), 0u);
+  // Routed to its owner, the same write is applied.
+  EXPECT_EQ(reply(send(request(wire::kPut, theirs, "v", 2))).status, wire::kOk);
+  EXPECT_EQ(counter(emu->node(1), "puts"), 1u);
+
+  const std::string mine = key_owned_by(cluster, 0);
+  const auto forged = request(wire::kGet, mine, "", 3, wire::kForwarded, 7777, kPrefixOther);
+  EXPECT_EQ(reply(send(forged)).status, wire::kBadRequest);
+  EXPECT_EQ(counter(emu->node(0), "forwarded_unmarked_dropped"), 1u);
+  EXPECT_EQ(reply(send(db::testing::from_cache_port(forged))).status, wire::kOk);
+  EXPECT_EQ(counter(emu->node(0), "forwarded_gets"), 1u);
 }
 
 TEST_F(EmulatorTest, OverTheLimitAFrameGetsNothingAndNeverReachesTheHandler) {
@@ -238,6 +266,43 @@ TEST_F(EmulatorTest, StartFailsCleanlyWhenANodeCannotListen) {
   EXPECT_FALSE(emu->start(&err));
   EXPECT_NE(err.find("db_nodes[1] (db1).grpc"), std::string::npos) << err;
   EXPECT_NE(err.find("not a socket"), std::string::npos) << err;
+}
+
+// Mutual TLS (grpc_security.h): every hosted node serves with the emulator's one certificate,
+// so peers dial each node with the emulator's name as the target-name override
+// (cert_name_of); a missing certificate is a build error naming security.cert_dir.
+TEST_F(EmulatorTest, HostedNodesServeTlsWithTheEmulatorsCertificate) {
+  ::exo::testing::PkiDir pki;
+  ::exo::testing::make_test_pki(pki.path, {"emu0", "operator"});
+  cluster = emu_cluster(dir.path.string());
+  cluster.security.insecure_dev_mode = false;
+  cluster.security.cert_dir = pki.str();
+  std::string err;
+  emu = Emulator::build(cluster, "emu0", 1, &err);
+  ASSERT_NE(emu, nullptr) << err;
+  ASSERT_TRUE(emu->start(&err)) << err;
+  const auto op = GrpcSecurity::load(cluster, "operator");
+  for (uint32_t k : {0u, 1u}) {
+    const DbNodeInfo& d = cluster.db_nodes[k];
+    ASSERT_EQ(cert_name_of(d), "emu0");
+    auto stub = exo::DbNode::NewStub(op->channel(d.grpc, cert_name_of(d)));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    exo::StatsReply rep;
+    ASSERT_TRUE(stub->Stats(&ctx, exo::StatsRequest{}, &rep).ok()) << d.grpc;
+    EXPECT_EQ(rep.node(), d.name);
+    // The node's own name is not on the emulator's certificate.
+    auto by_name = exo::DbNode::NewStub(op->channel(d.grpc, d.name));
+    grpc::ClientContext ctx2;
+    ctx2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    EXPECT_EQ(by_name->Stats(&ctx2, exo::StatsRequest{}, &rep).error_code(), grpc::StatusCode::UNAVAILABLE);
+  }
+  emu->stop();
+  emu.reset();
+
+  std::filesystem::remove(pki.path / "emu0.crt");
+  EXPECT_EQ(Emulator::build(cluster, "emu0", 1, &err), nullptr);
+  EXPECT_NE(err.find("security.cert_dir: " + pki.str() + "/emu0.crt"), std::string::npos) << err;
 }
 
 TEST(EmulatorEal, ArgsForTheSharedInterfaceWithAUniquePrefix) {

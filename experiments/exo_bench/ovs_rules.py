@@ -35,8 +35,9 @@ def _ofctl(*args: str) -> str:
 
 
 def _flow_line(fm: "flows.FlowMod") -> str:
-    # FlowMod's str() is "add cookie=.. priority=.. dl_dst=.. actions=.."; add-flows wants the rest.
-    return str(fm).removeprefix(f"{flows.ADD} ").replace(" ", ",")
+    # FlowMod's str() is "add table=1 cookie=.. priority=.. dl_dst=.. actions=.."; add-flows wants
+    # the rest, in table 0: these layouts are the forwarding rules alone, on a one-table bridge.
+    return str(fm).removeprefix(f"{flows.ADD} table={fm.table} ").replace(" ", ",")
 
 
 def load_forward(bridge: str) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from exo_common.config import parse_config, write_resolved
 from exo_topo.configgen import emulation_config_dict
+from exo_topo.tls_setup import issue_certificates
 
 from .loadgen import Target
 from exo_topo.netns import in_named_netns
@@ -77,6 +78,7 @@ def write_config(b: Bench, link: Link, tag: str, cache_core: int = SRV_CORE, idl
     db.update(iface=link.srv.iface, data_dir=str(b.db_dir), threads=1, sync_writes=False)
     cl.update(iface=link.gen.iface)
     cfg = parse_config(d, "<bench>")
+    issue_certificates(cfg)  # the nodes' mutual TLS (docs/security.md), in <run>/pki
     return write_resolved(cfg, run / "cluster.json"), cfg
 
 

@@ -103,10 +103,11 @@ def schedule(repeats: int, quick: bool) -> list[Fault]:
     return out
 
 
-def start_workers(cl: EmulatedCluster, run_dir: Path, keys: list[int], tick: float) -> dict:
+def start_workers(cl: EmulatedCluster, run_dir: Path, keys: list[int], tick: float,
+                  workers: tuple[str, ...] = WORKERS) -> dict:
     procs = {}
     cfg = cl.cfg
-    for i, name in enumerate(WORKERS):
+    for i, name in enumerate(workers):
         node = cfg.node(name)
         cmd = [sys.executable, "-m", "exo_chaos.worker", "--iface", node.interface, "--name", name,
                "--history", str(run_dir / f"history-{name}.jsonl"),

@@ -14,6 +14,7 @@
 #include "cluster.h"
 #include "event_loop.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "mmsg_io.h"
 #include "net.h"
 #include "options.h"
@@ -106,10 +107,18 @@ int main(int argc, char** argv) {
                     static_cast<long long>(unix_access.gid >= 0 ? unix_access.gid : static_cast<int64_t>(getegid())));
       where += (where.empty() ? "" : " and ") + o.unix_path + access_text + (tcp >= 0 ? "" : " only (--listen none)");
     }
-    LOG_INFO("listening on %s; cluster client '%s' on %s, UDP port %u, client_id %u", where.c_str(), o.client.c_str(),
-             plan.iface.c_str(), cs.port, client_id);
+    LOG_INFO("listening on %s; cluster client '%s' on %s, UDP port %u, client_id %u%s", where.c_str(), o.client.c_str(),
+             plan.iface.c_str(), cs.port, client_id, plan.metrics.empty() ? "" : ("; /metrics on " + plan.metrics).c_str());
+    // /metrics on proxies[].metrics (docs/operations.md, "Metrics"), read from its own thread.
+    exo::metrics::MetricsHttpServer metrics;
+    if (const std::string e = metrics.start(plan.metrics, {"proxy", {EXO_PROXY_COUNTERS(EXO_COUNTER_DESC)},
+                                                           [&loop] { return counter_values(loop.counters()); }});
+        !e.empty()) {
+      LOG_ERROR("proxies[%s].metrics: %s", plan.name.c_str(), e.c_str());
+      rc = 1;
+    }
     try {
-      rc = loop.run();
+      if (rc == 0) rc = loop.run();
     } catch (const std::exception& e) {  // nothing in the loop throws by design; say what did
       LOG_ERROR("event loop: %s", e.what());
       rc = 1;

@@ -23,6 +23,9 @@ CliResult parse_options(const std::vector<std::string>& args, Options* o) {
   app.add_option("--config", o->config, "resolved cluster JSON (exo config resolve)")->required();
   app.add_option("--client", o->client, "which clients[] entry of the config this proxy is (MAC, IP, iface)")
       ->required();
+  app.add_option("--name", o->name,
+                 "this proxy's proxies[] entry (its certificate name and metrics address); default: the "
+                 "entry whose client is --client, if any");
   app.add_option("--iface", o->iface, "interface to send on (default: the client's iface)");
   app.add_option("--listen", o->listen,
                  "TCP address for memcached clients, IPv4:port; 'none': no TCP listener (needs --unix)")
@@ -84,7 +87,20 @@ std::string plan_proxy(const Options& o, const Cluster& cluster, Plan* plan) {
   if (cluster.mtu < wire::kIpLen + wire::kUdpLen + wire::kHdrLen + 2)
     return o.config + ": cluster.mtu: " + std::to_string(cluster.mtu) + " is too small for a request";
 
+  const ProxyInfo* self = nullptr;
+  if (!o.name.empty()) {
+    self = cluster.find_proxy(o.name);
+    if (self == nullptr) return "--name: no proxies[] entry named '" + o.name + "' in " + o.config;
+    if (self->client != o.client)
+      return "--name: proxies[" + o.name + "].client is '" + self->client + "', not --client '" + o.client + "'";
+  } else {
+    for (const ProxyInfo& p : cluster.proxies)
+      if (p.client == o.client && self == nullptr) self = &p;
+  }
+
   plan->client = *client;
+  plan->name = self != nullptr ? self->name : "";
+  plan->metrics = self != nullptr ? self->metrics : "";
   plan->iface = o.iface.empty() ? client->iface : o.iface;
   plan->tcp = tcp;
   plan->listen = *listen;

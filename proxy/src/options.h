@@ -19,6 +19,7 @@ namespace exo::proxy {
 struct Options {
   std::string config;  // resolved cluster JSON (exo config resolve)
   std::string client;  // a name in the config's clients[]
+  std::string name;    // a name in the config's proxies[]; default: the entry whose client is `client`
   std::string iface;   // default: the client's iface from the config
   std::string listen = "127.0.0.1:11211";  // "none": no TCP listener (the unix socket only)
   std::string unix_path;  // empty: no unix socket
@@ -53,6 +54,8 @@ struct Plan {
   client::Endpoint endpoint;  // port 0 until the UDP socket has one
   client::EngineOptions engine;
   LoopConfig loop;
+  std::string name;     // this proxy's proxies[] entry; empty when the config has none for it
+  std::string metrics;  // its metrics address ("" = no /metrics listener)
 };
 
 // Checks the options and resolves them against `cluster`; "" or one message naming the option

@@ -14,11 +14,16 @@
 // A db node answers a DELETE of a missing key NOT_FOUND, which becomes NOT_FOUND (md: NF).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include "counter_list.h"
 
 #include "request_engine.h"
 #include "text_protocol.h"
@@ -27,18 +32,23 @@ namespace exo::proxy {
 
 inline constexpr std::string_view kProxyVersion = "0.1.0";
 
-// Proxy-wide counters for `stats`. Owned by the event loop; everything runs on its one thread.
+// Proxy-wide counters for `stats` and /metrics, generated from EXO_PROXY_COUNTERS
+// (common/cpp/counter_list.h). Owned by the event loop, whose one thread writes them; atomic only
+// so that the /metrics listener's thread may read them while it runs.
 struct Counters {
-  uint64_t curr_connections = 0, total_connections = 0, rejected_connections = 0;
-  uint64_t slow_reader_closes = 0;  // connections closed for unsent output over the cap
-  uint64_t cmd_get = 0, cmd_set = 0, cmd_delete = 0;  // per key, as memcached counts cmd_get
-  uint64_t get_hits = 0, get_misses = 0, get_hits_from_cache = 0;
-  uint64_t delete_hits = 0, delete_misses = 0;
-  uint64_t refused = 0;           // requests answered CLIENT_ERROR/SERVER_ERROR before the cluster
-  uint64_t cluster_timeouts = 0;  // cluster ops with no reply after every resend
-  uint64_t cluster_errors = 0;    // cluster ops answered ERROR, BUSY or BAD_REQUEST (or unknown)
-  uint64_t outcome_unknown = 0;   // writes answered `outcome unknown`
+#define EXO_FIELD(name, kind, help) std::atomic<uint64_t> name{0};
+  EXO_PROXY_COUNTERS(EXO_FIELD)
+#undef EXO_FIELD
 };
+
+// (name, value) of every counter, in list order: the `stats` lines and the /metrics page.
+inline std::vector<std::pair<std::string, uint64_t>> counter_values(const Counters& c) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+#define EXO_OUT(name, kind, help) out.emplace_back(#name, c.name.load(std::memory_order_relaxed));
+  EXO_PROXY_COUNTERS(EXO_OUT)
+#undef EXO_OUT
+  return out;
+}
 
 // The cluster op serving `cmd` (wire::kGet/kPut/kDelete), or 0 if it has none.
 uint8_t cluster_op(Cmd cmd);

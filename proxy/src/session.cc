@@ -112,7 +112,7 @@ void Session::start(Request&& req) {
     return;
   }
   const uint8_t op = cluster_op(req.cmd);
-  uint64_t& cmd_count = op == wire::kGet ? counters_.cmd_get : op == wire::kPut ? counters_.cmd_set : counters_.cmd_delete;
+  std::atomic<uint64_t>& cmd_count = op == wire::kGet ? counters_.cmd_get : op == wire::kPut ? counters_.cmd_set : counters_.cmd_delete;
   cmd_count += req.keys.size();
   const uint32_t seq = front_seq_ + static_cast<uint32_t>(slots_.size());
   const size_t n = req.keys.size();

@@ -99,6 +99,26 @@ TEST(ProxyOptions, EachErrorNamesItsOptionOrField) {
   EXPECT_NE(plan_error({}, tiny).find("cluster.mtu"), std::string::npos);
 }
 
+// The proxies[] entry (its metrics address) is found by --name, or else by the client it speaks as.
+TEST(ProxyOptions, FindsItsProxiesEntryByNameOrClient) {
+  Cluster c = cluster();
+  c.proxies.push_back(ProxyInfo{"web1proxy", "web1", "172.31.0.201:9180"});
+  Options o;
+  ASSERT_TRUE(parse({"--config", "c.json", "--client", "web1"}, &o).run);
+  Plan p;
+  ASSERT_EQ(plan_proxy(o, c, &p), "");
+  EXPECT_EQ(p.name, "web1proxy");
+  EXPECT_EQ(p.metrics, "172.31.0.201:9180");
+  ASSERT_EQ(plan_proxy(o, cluster(), &p), "") << "no proxies[] entry: no /metrics, still a proxy";
+  EXPECT_EQ(p.metrics, "");
+
+  EXPECT_EQ(plan_error({"--name", "web1proxy"}, c), "");
+  EXPECT_EQ(plan_error({"--name", "nosuch"}, c), "--name: no proxies[] entry named 'nosuch' in c.json");
+  c.proxies[0].client = "web2";
+  EXPECT_EQ(plan_error({"--name", "web1proxy"}, c),
+            "--name: proxies[web1proxy].client is 'web2', not --client 'web1'");
+}
+
 TEST(ProxyOptions, UnixSocketAccessOptions) {
   Options o;
   ASSERT_TRUE(parse({"--config", "c.json", "--client", "web1", "--unix", "/run/p.sock", "--unix-mode", "0600",

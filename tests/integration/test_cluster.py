@@ -1,12 +1,19 @@
 """End-to-end behaviour of a real cluster in Mininet: routing by key hash through OVS,
-cache hits, forwarded misses, writes to cached keys, and malformed input."""
+cache hits, forwarded misses, writes to cached keys, and malformed input; the cluster runs with
+TLS on (OpenFlow and gRPC), as every test cluster does."""
 from __future__ import annotations
 
+import socket
+import struct
+import subprocess
 import time
 
+import grpc
 import pytest
 
+from exo_topo.tls_setup import ssl_is
 from exoproto import control_pb2 as pb
+from exoproto import control_pb2_grpc as rpc
 from exoskeleton import wire
 from exoskeleton.keyhash import PREFIX_GET, key_hash, request_mac
 
@@ -156,3 +163,35 @@ def test_a_reused_request_id_gets_the_first_outcome_and_is_not_applied(cluster):
     after = counters(cluster)
     assert delta(after, before, "duplicate_writes")[owner] == 3
     assert delta(after, before, "duplicate_id_conflicts")[owner] == 3
+
+
+def test_the_control_plane_runs_over_tls(cluster):
+    """The cluster came up with TLS on (docs/security.md): the switch reaches the controller at
+    an ssl: target with the `switch` certificate, a plain-TCP OpenFlow peer is refused and
+    counted, and the controller's gRPC answers no caller without a certificate."""
+    cfg = cluster.cfg
+    c = cfg.controller
+    assert not cfg.security.insecure_dev_mode
+    targets = subprocess.run(["ovs-vsctl", "get-controller", cfg.switch.bridge], capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert targets == [f"ssl:{c.openflow_host}:{c.openflow_port}"]
+    assert ssl_is(cfg.security.cert_dir)
+    before = cluster.stubs.controller_stats()
+    assert before["switch_connected"] == 1
+    # Plain TCP, as any host could: HELLO gets no HELLO back, the controller closes the connection.
+    with socket.create_connection((c.openflow_host, c.openflow_port), timeout=10) as s:
+        s.sendall(struct.pack("!BBHI", 4, 0, 8, 1))
+        try:
+            got = s.recv(8)
+        except ConnectionResetError:
+            got = b""
+    assert got == b"" or got[:1] != b"\x04"  # at most a TLS alert, never an OpenFlow message
+    deadline = time.monotonic() + 10
+    while cluster.stubs.controller_stats()["openflow_refused"] <= before["openflow_refused"]:
+        assert time.monotonic() < deadline, "the plain-TCP peer was not counted"
+        time.sleep(0.2)
+    after = cluster.stubs.controller_stats()
+    assert after["switch_connects"] == before["switch_connects"] and after["switch_connected"] == 1
+    with pytest.raises(grpc.RpcError) as e:
+        rpc.ControllerStub(grpc.insecure_channel(c.grpc)).Stats(pb.StatsRequest(), timeout=5)
+    assert e.value.code() == grpc.StatusCode.UNAVAILABLE

@@ -1,6 +1,6 @@
 """A fake OpenFlow 1.3 datapath for the app tests: records what the controller sends, applies
-flow-mods to a fake flow table, and answers barriers and flow-stats requests from other threads,
-like os-ken's event loop would. The table can outlive a datapath (`table=`), which models the
+flow-mods and meter-mods to a fake flow table and meter table, and answers barriers, flow-stats
+and meter-config/meter-stats requests from other threads, like os-ken's event loop would. The table can outlive a datapath (`table=`), which models the
 same switch reconnecting, or a restarted controller meeting a switch that kept its flows."""
 import threading
 import time
@@ -29,10 +29,14 @@ def out_port_of(msg):
 class FakeOFTable:
     """Every table of the switch, reduced to what the controller does: ADD (same match + priority
     replaces), DELETE_STRICT, and non-strict DELETE by cookie/cookie_mask and out_port with an
-    empty match. Flows are kept as the OFPFlowMod that made them (plus a table id)."""
+    empty match. Flows are kept as the OFPFlowMod that made them (plus a table id). Meters:
+    ADD (an existing id is an error on a real switch: asserted), DELETE of one or all."""
 
     def __init__(self):
         self.flows = {}  # (table_id, priority, match items) -> OFPFlowMod
+        self.meters = {}  # meter id -> OFPMeterMod
+        self.packets = {}  # cookie -> the packet count its flow reports (0 if not set)
+        self.meter_drops = {}  # meter id -> frames its band reports dropped (0 if not set)
 
     @staticmethod
     def _key(msg, table_id=0):
@@ -40,8 +44,8 @@ class FakeOFTable:
 
     def apply(self, msg):
         if msg.command == ofp.OFPFC_ADD:
-            assert msg.table_id == 0
-            self.flows[self._key(msg)] = msg
+            assert msg.table_id in (0, 1)
+            self.flows[self._key(msg, msg.table_id)] = msg
         elif msg.command == ofp.OFPFC_DELETE_STRICT:
             self.flows.pop(self._key(msg, msg.table_id), None)
         elif msg.command == ofp.OFPFC_DELETE:
@@ -57,6 +61,28 @@ class FakeOFTable:
         else:
             raise AssertionError(f"unexpected flow-mod command {msg.command}")
 
+    def apply_meter(self, msg):
+        if msg.command == ofp.OFPMC_ADD:
+            assert msg.meter_id not in self.meters, f"meter {msg.meter_id} exists"
+            self.meters[msg.meter_id] = msg
+        elif msg.command == ofp.OFPMC_DELETE:
+            if msg.meter_id == ofp.OFPM_ALL:
+                self.meters.clear()
+            else:
+                self.meters.pop(msg.meter_id, None)
+        else:
+            raise AssertionError(f"unexpected meter-mod command {msg.command}")
+
+    def meter_configs(self):
+        return [parser.OFPMeterConfigStats(flags=m.flags, meter_id=m.meter_id, bands=m.bands)
+                for m in self.meters.values()]
+
+    def meter_stats(self):
+        return [parser.OFPMeterStats(meter_id=i, flow_count=0, packet_in_count=0, byte_in_count=0, duration_sec=1,
+                                     duration_nsec=0,
+                                     band_stats=[parser.OFPMeterBandStats(self.meter_drops.get(i, 0), 0)])
+                for i in self.meters]
+
     def add_foreign(self, table_id=0, **match):
         """A flow someone else installed (cookie 0x42, output:1)."""
         m = parser.OFPFlowMod(datapath=None, cookie=0x42, table_id=table_id, command=ofp.OFPFC_ADD, priority=5,
@@ -71,7 +97,8 @@ class FakeOFTable:
                 continue
             out.append(parser.OFPFlowStats(
                 table_id=table_id, duration_sec=1, duration_nsec=0, priority=f.priority, idle_timeout=0,
-                hard_timeout=0, flags=0, cookie=f.cookie, packet_count=0, byte_count=0, match=f.match,
+                hard_timeout=0, flags=0, cookie=f.cookie, packet_count=self.packets.get(f.cookie, 0),
+                byte_count=0, match=f.match,
                 instructions=f.instructions))
         return out
 
@@ -126,13 +153,18 @@ class FakeDatapath:
                 self.app._error(SimpleNamespace(msg=err))
             else:
                 self.table.apply(msg)
+        if isinstance(msg, parser.OFPMeterMod):
+            self.table.apply_meter(msg)
         if isinstance(msg, parser.OFPBarrierRequest):
             if self.answer_barriers:
                 self.answer(msg, self.barrier_delay)
             else:
                 self.unanswered.append(msg)
-        if isinstance(msg, parser.OFPFlowStatsRequest) and self.answer_stats:
-            body = self.table.stats(msg.cookie, msg.cookie_mask)
+        multipart = {parser.OFPFlowStatsRequest: lambda: self.table.stats(msg.cookie, msg.cookie_mask),
+                     parser.OFPMeterConfigStatsRequest: self.table.meter_configs,
+                     parser.OFPMeterStatsRequest: self.table.meter_stats}.get(type(msg))
+        if multipart is not None and self.answer_stats:
+            body = multipart()
             half = len(body) // 2
             parts = [(ofp.OFPMPF_REPLY_MORE, body[:half]), (0, body[half:])]
 

@@ -73,12 +73,21 @@ def test_programming_on_connect(app, cfg):
     app.updater.add([CacheRule(H(5) | 0x3C, "cache2")])  # desired rules survive reconnects
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     assert app.connected.wait(2)
-    # The table is read first; this fake switch's is empty (not our statics), so: flush.
+    # The table (and its meters) is read first; this fake switch's is empty (not our statics), so: flush.
     assert isinstance(dp.sent[0], parser.OFPFlowStatsRequest) and dp.sent[0].table_id == ofp.OFPTT_ALL
+    assert isinstance(dp.sent[1], parser.OFPMeterConfigStatsRequest)
     mods = dp.mods()
     assert mods[0].command == ofp.OFPFC_DELETE and mods[0].cookie_mask == 0
     assert mods[0].table_id == ofp.OFPTT_ALL and mods[0].out_port == ofp.OFPP_ANY
-    adds = dp.mods(ofp.OFPFC_ADD)
+    # then every meter is deleted and the client's meter added, each batch ended by a barrier
+    meters = [(i, m) for i, m in enumerate(dp.sent) if isinstance(m, parser.OFPMeterMod)]
+    assert [(m.command, m.meter_id) for _, m in meters] == [(ofp.OFPMC_DELETE, ofp.OFPM_ALL), (ofp.OFPMC_ADD, 1)]
+    assert all(isinstance(dp.sent[i + 1], parser.OFPBarrierRequest) for i, _ in meters)
+    assert list(dp.table.meters) == [1]
+    # table 0: the ingress checks (ingress.py), all before table 1's rules
+    ingress = [m for m in dp.mods(ofp.OFPFC_ADD) if m.table_id == 0]
+    assert len(ingress) == 6 + 2 * 2 + 3 + 1  # client: 6; cache node: 2; db node: 1; other ports: 1
+    adds = [m for m in dp.mods(ofp.OFPFC_ADD) if m.table_id == 1]
     nodes = len(cfg.cache_nodes) + len(cfg.db_nodes) + len(cfg.clients)
     assert len(adds) == nodes + 1 + 2 ** cfg.switch.partition_bits + 1
     assert adds[-1].cookie == make_cookie(2, H(5))  # Ruleset 2 after the statics, indexed by rule hash
@@ -98,14 +107,15 @@ def test_programming_on_connect(app, cfg):
 
 
 def test_statics_are_rate_limited(cluster_dict):
-    app = make_app(cluster_dict, rate=8.0, partition_bits=1)  # flush + 6 nodes + ARP + 2 slots = 10
+    # flush + 2 meter-mods + 14 ingress checks + 6 nodes + ARP + 2 slots = 26
+    app = make_app(cluster_dict, rate=8.0, partition_bits=1)
     dp = FakeDatapath(app)
     start = time.monotonic()
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
-    assert app.connected.wait(5)
-    assert time.monotonic() - start >= 1.0  # 10 flow-mods at 8/s
-    times = [t for t, m in zip(dp.times, dp.sent) if isinstance(m, parser.OFPFlowMod)]
-    assert len(times) == 10
+    assert app.connected.wait(8)
+    assert time.monotonic() - start >= 2.0  # 26 messages at 8/s
+    times = [t for t, m in zip(dp.times, dp.sent) if isinstance(m, (parser.OFPFlowMod, parser.OFPMeterMod))]
+    assert len(times) == 26
     assert all(times[i + 8] - times[i] >= 1.0 for i in range(len(times) - 8))
     assert app.stats()["rule_updates_per_s_max"] <= 8
     app.stop()
@@ -228,7 +238,7 @@ def test_stats_and_grpc(app):
     stats = svc.Stats(control_pb2.StatsRequest(), ctx)
     assert stats.node == "controller"
     counters = {c.name: c.value for c in stats.counters}
-    static = 1 + 6 + 1 + 256
+    static = 1 + 2 + 14 + 6 + 1 + 256  # flush, meters, ingress checks, Ruleset 1 + ARP, Ruleset 3
     assert counters["flow_mods_sent"] == static + 3
     assert counters["ruleset2_installed"] == 1 and counters["ruleset2_max"] == 2
     assert counters["ruleset2_capacity"] == 100
@@ -273,5 +283,48 @@ def test_list_flows_filters_by_cookie_and_times_out(app):
         app.list_flows(2)
     req = dp.sent[-1]
     assert req.cookie == 0xE2 << 56 and req.cookie_mask == 0xFF << 56
+    # ruleset 4 (table 0's ingress checks) is valid; 5 is not
     with pytest.raises(ValueError):
-        app.list_flows(4)
+        app.list_flows(5)
+
+
+def test_ingress_counters_in_stats(cluster_dict):
+    """Table 0's drop counts and the meter's drops, read from the switch (ingress.counters), show
+    in Stats: by the poller (ingress_poll_s), or at once with ingress_counters()."""
+    from exo_controller.ingress import ingress_cookie
+    cluster_dict["switch"].update(rule_update_rate=100_000.0)
+    app = ExoControllerApp(exo_config=parse_config(cluster_dict), barrier_timeout=0.3, ingress_poll_s=0.05)
+    try:
+        dp = connect(app)
+        dp.table.packets.update({ingress_cookie("client_source", 31): 5, ingress_cookie("unknown_port"): 2,
+                                 ingress_cookie("client_ip", 31): 900})
+        dp.table.meter_drops[1] = 40
+        wait_for(lambda: app.stats().get("ingress_meter_dropped") == 40)
+        s = app.stats()
+        assert (s["ingress_client_source_dropped"], s["ingress_client_source_dropped client1"]) == (5, 5)
+        assert (s["ingress_unknown_port_dropped"], s["ingress_client_forwarded_dropped"]) == (2, 0)
+        req = [m for m in dp.stats_requests() if m.cookie]
+        assert req and all((m.cookie, m.cookie_mask) == (0xE4 << 56, 0xFF << 56) for m in req)
+        dp.table.packets[ingress_cookie("client_forwarded", 31)] = 3
+        assert app.ingress_counters()["ingress_client_forwarded_dropped client1"] == 3
+        assert [f.ruleset for f in app.list_flows(4)] == [4] * 14
+    finally:
+        app.stop()
+
+
+def test_a_switch_whose_meters_differ_is_reprogrammed(cluster_dict):
+    """A controller restarted with another switch.client_meter_pps finds the old meter: flush,
+    delete every meter, add the new one."""
+    first = make_app(cluster_dict)
+    dp = connect(first)
+    table = dp.table
+    first.stop()
+    cluster_dict["switch"]["client_meter_pps"] = 2000
+    second = make_app(cluster_dict)
+    try:
+        dp2 = connect(second, table=table)
+        assert second.stats()["switch_tables_flushed"] == 1
+        assert [(m.meter_id, m.bands[0].rate, m.bands[0].burst_size) for m in table.meters.values()] == [(1, 2000, 200)]
+        assert dp2.table is table and len(table.flows) == 14 + 263
+    finally:
+        second.stop()

@@ -80,7 +80,7 @@ def keys(n, seed=1):
 
 @pytest.fixture
 def table(cfg):
-    return FakeFlowTable().apply([flows.flush_flowmod(), *flows.static_flowmods(cfg)])
+    return FakeFlowTable().apply([flows.flush_flowmod(), *flows.forwarding_flowmods(cfg)])
 
 
 def db_port_for(cfg, h):
@@ -104,7 +104,7 @@ def test_fake_table_honours_masks_and_priority():
 def test_get_and_put_route_to_owning_db_node(cluster_dict, bits):
     cluster_dict["switch"]["partition_bits"] = bits
     cfg = parse_config(cluster_dict)
-    t = FakeFlowTable().apply(flows.static_flowmods(cfg))
+    t = FakeFlowTable().apply(flows.forwarding_flowmods(cfg))
     assert t.count(3) == 2 ** bits
     used = set()
     for k in keys(2000, seed=bits):
@@ -168,7 +168,8 @@ def test_cookies_classify_rulesets(cfg):
     assert ruleset_of_cookie(fm.cookie) == 2
     assert fm.cookie & 0xFF_FFFF_FFFF == 0xFF_FFFF_FF00  # the rule hash: low 8 bits cleared
     assert ruleset_of_cookie(0) is None
-    assert ruleset_of_cookie(0xE4 << 56) is None
+    assert ruleset_of_cookie(0xE4 << 56) == 4  # table 0's ingress checks (ingress.py)
+    assert ruleset_of_cookie(0xE5 << 56) is None
     assert ruleset_of_cookie(0x12 << 56) is None
     cookies = [f.cookie for f in flows.static_flowmods(cfg)]
     assert len(set(cookies)) == len(cookies)
@@ -285,11 +286,11 @@ def test_hashes_differing_in_low_bits_share_one_rule(cfg):
 def test_all_flowmods_recreates_table(cfg):
     book = CacheRuleBook.from_config(cfg)
     hs = [key_hash(k) for k in keys(50, seed=3)]
-    live = FakeFlowTable().apply(flows.static_flowmods(cfg))
+    live = FakeFlowTable().apply(flows.forwarding_flowmods(cfg))
     live.apply(book.add([CacheRule(h, "cache2") for h in hs]).flowmods)
     live.apply(book.remove([CacheRule(h, "cache2") for h in hs[:10]]).flowmods)
     # switch reconnects: flush + static + book
-    fresh = FakeFlowTable().apply([flows.flush_flowmod(), *flows.static_flowmods(cfg), *book.all_flowmods()])
+    fresh = FakeFlowTable().apply([flows.flush_flowmod(), *flows.forwarding_flowmods(cfg), *book.all_flowmods()])
     assert fresh.flows == live.flows
     assert fresh.count(2) == 40
 
@@ -324,7 +325,7 @@ def test_withdraw_flowmod_deletes_only_that_nodes_cache_rules(cfg, table):
     assert table.count(2) == 20
     fm = flows.withdraw_flowmod(11)
     assert (fm.command, fm.cookie, fm.cookie_mask, fm.out_port) == (DELETE, 0xE2 << 56, 0xFF << 56, 11)
-    assert str(fm) == "delete cookie=0xe200000000000000/0xff00000000000000 priority=200 out_port=11"
+    assert str(fm) == "delete table=1 cookie=0xe200000000000000/0xff00000000000000 priority=200 out_port=11"
     table.apply([fm])
     assert table.count(2) == 10
     for i, h in enumerate(ks):
@@ -334,15 +335,23 @@ def test_withdraw_flowmod_deletes_only_that_nodes_cache_rules(cfg, table):
     assert table.count(1) == 7 and table.count(3) == 256
 
 
-def _as_switch_flows(flowmods, table_id=0):
-    """What reading the table back gives (FlowInfo) for flows made by these ADDs."""
+def _as_switch_flows(flowmods, table_id=None):
+    """What reading the table back gives (FlowInfo) for flows made by these ADDs (in their own
+    table, or in `table_id`)."""
     from exo_controller.ofp_translate import FlowInfo
-    return [FlowInfo(ruleset=fm.ruleset or 0, priority=fm.priority,
-                     eth_dst=flows.int_to_mac(fm.eth_dst) if fm.eth_dst is not None else "",
-                     eth_dst_mask=flows.int_to_mac(fm.eth_dst_mask) if fm.eth_dst_mask is not None else "",
-                     out_port=fm.out_port, packet_count=0, byte_count=0, cookie=fm.cookie, eth_type=fm.eth_type,
-                     ipv4_dst=flows.int_to_ip(fm.ipv4_dst) if fm.ipv4_dst is not None else "",
-                     table_id=table_id) for fm in flowmods]
+
+    def mac(v):
+        return flows.int_to_mac(v) if v is not None else ""
+
+    def ip(v):
+        return flows.int_to_ip(v) if v is not None else ""
+    return [FlowInfo(ruleset=fm.ruleset or 0, priority=fm.priority, eth_dst=mac(fm.eth_dst),
+                     eth_dst_mask=mac(fm.eth_dst_mask), out_port=fm.out_port, packet_count=0, byte_count=0,
+                     cookie=fm.cookie, eth_type=fm.eth_type, ipv4_dst=ip(fm.ipv4_dst),
+                     table_id=fm.table if table_id is None else table_id, in_port=fm.in_port,
+                     eth_src=mac(fm.eth_src), ipv4_src=ip(fm.ipv4_src), ip_dscp=fm.ip_dscp, arp_spa=ip(fm.arp_spa),
+                     arp_sha=mac(fm.arp_sha), meter_id=fm.meter_id, set_ip_dscp=fm.set_ip_dscp,
+                     goto_table=fm.goto_table) for fm in flowmods]
 
 
 def test_plan_table_keeps_a_table_whose_statics_are_ours(cfg):
@@ -357,7 +366,8 @@ def test_plan_table_flushes_when_anything_differs(cfg, cluster_dict):
     ok = _as_switch_flows(statics)
     # empty table (a switch that restarted, or a fresh bridge)
     plan = flows.plan_table([], statics, {11, 12})
-    assert not plan.adopt and "263 of 263 static flows missing" in plan.why
+    n = len(statics)  # table 0's 14 ingress checks, Ruleset 1 (6 nodes) + ARP, Ruleset 3 (256)
+    assert n == 14 + 7 + 256 and not plan.adopt and f"{n} of {n} static flows missing" in plan.why
     # one static missing
     assert not flows.plan_table(ok[1:], statics, {11, 12}).adopt
     # a static with another output (the config changed: partitions moved)
@@ -369,7 +379,10 @@ def test_plan_table_flushes_when_anything_differs(cfg, cluster_dict):
     foreign = FlowMod(ADD, 5, 0x42, out_port=1, eth_dst=mac_to_int("02:00:00:00:00:09"))
     plan = flows.plan_table(ok + _as_switch_flows([foreign]), statics, {11, 12})
     assert not plan.adopt and "would not program" in plan.why
-    assert not flows.plan_table(ok + _as_switch_flows([statics[0]], table_id=1), statics, {11, 12}).adopt
+    assert not flows.plan_table(ok + _as_switch_flows([statics[0]], table_id=2), statics, {11, 12}).adopt
+    # an ingress check in the forwarding table, or a forwarding rule in the ingress table
+    assert not flows.plan_table(ok[1:] + _as_switch_flows(statics[:1], table_id=1), statics, {11, 12}).adopt
+    assert not flows.plan_table(ok[:-1] + _as_switch_flows(statics[-1:], table_id=0), statics, {11, 12}).adopt
     # a static twice (once in a foreign form is the same thing as a foreign flow)
     assert not flows.plan_table(ok + ok[:1], statics, {11, 12}).adopt
     # Ruleset 2 flows we would never make: unknown port, wrong cookie index, masked
@@ -390,12 +403,12 @@ def test_to_ofp_of_withdrawal_and_flush():
     from exo_controller.ofp_translate import to_ofp
     w = to_ofp(None, flows.withdraw_flowmod(12))
     assert (w.command, w.table_id, w.out_port, w.cookie, w.cookie_mask) == (
-        ofp.OFPFC_DELETE, 0, 12, 0xE2 << 56, 0xFF << 56)
+        ofp.OFPFC_DELETE, flows.FORWARD_TABLE, 12, 0xE2 << 56, 0xFF << 56)
     assert not list(w.match.items()) and w.instructions == []
     f = to_ofp(None, flows.flush_flowmod())
     assert (f.command, f.table_id, f.out_port, f.cookie_mask) == (ofp.OFPFC_DELETE, ofp.OFPTT_ALL, ofp.OFPP_ANY, 0)
     d = to_ofp(None, flows.cache_flowmod(5, None, DELETE_STRICT))
-    assert (d.command, d.table_id, d.out_port) == (ofp.OFPFC_DELETE_STRICT, 0, ofp.OFPP_ANY)
+    assert (d.command, d.table_id, d.out_port) == (ofp.OFPFC_DELETE_STRICT, flows.FORWARD_TABLE, ofp.OFPP_ANY)
 
 
 def test_from_stats_marks_flows_we_would_not_program():
@@ -412,7 +425,8 @@ def test_from_stats_marks_flows_we_would_not_program():
     out = [parser.OFPActionOutput(11)]
     good = from_stats(stat(parser.OFPMatch(eth_dst="aa:00:00:00:00:05"), out, cookie=flows.make_cookie(2, 5)))
     assert good.plain and good.table_id == 0 and good.ruleset == 2 and good.out_port == 11
-    assert not from_stats(stat(parser.OFPMatch(in_port=1, eth_dst="aa:00:00:00:00:05"), out)).plain
+    assert not from_stats(stat(parser.OFPMatch(vlan_vid=5, eth_dst="aa:00:00:00:00:05"), out)).plain
+    assert not from_stats(stat(parser.OFPMatch(eth_src=("02:00:00:00:00:01", "ff:ff:ff:ff:ff:00")), out)).plain
     assert not from_stats(stat(parser.OFPMatch(eth_dst="aa:00:00:00:00:05"), out, idle=10)).plain
     assert not from_stats(stat(parser.OFPMatch(eth_dst="aa:00:00:00:00:05"),
                                [parser.OFPActionSetField(eth_dst="02:00:00:00:00:01"), *out])).plain
@@ -433,7 +447,7 @@ def test_eth_dst_match_is_the_thesis_exact_mac(cfg, cluster_dict):
     fm = res.flowmods[0]
     assert (fm.eth_dst, fm.eth_dst_mask, fm.ipv4_dst, fm.eth_type) == ((0xAA << 40) | a, None, None, None)
     assert fm.rule_hash == a
-    t = FakeFlowTable().apply([*flows.static_flowmods(ecfg), *res.flowmods])
+    t = FakeFlowTable().apply([*flows.forwarding_flowmods(ecfg), *res.flowmods])
     assert t.lookup(request_mac(PREFIX_GET, a)) == 11 and t.lookup(request_mac(PREFIX_GET, b)) == 12
     assert t.lookup(request_mac(PREFIX_OTHER, a)) == db_port_for(ecfg, a)
     statics = flows.static_flowmods(ecfg)

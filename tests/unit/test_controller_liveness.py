@@ -11,7 +11,9 @@ import pytest
 from os_ken.ofproto import ofproto_v1_3 as ofp
 
 from exo_controller.app import ExoControllerApp
+from exo_common import tls
 from exo_common.config import parse_config
+from exo_common.pki import init_pki
 from exo_controller.flows import CacheRule, make_cookie, rule_hash
 from exo_controller.grpc_service import ControllerServicer
 from exo_controller.liveness import DOWN, REJOINING, UP
@@ -197,26 +199,31 @@ class _Db(control_pb2_grpc.DbNodeServicer):
         return control_pb2.ForgetCacheNodeReply(keys_dropped=5, txns_dropped=1)
 
 
-def _serve(address, cache=None, db=None):
+def _serve(address, cache=None, db=None, cfg=None, name=None):
+    """A node's gRPC server, with mutual TLS as `name` (exo_common/tls.py)."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     if cache is not None:
         control_pb2_grpc.add_CacheNodeServicer_to_server(cache, server)
     if db is not None:
         control_pb2_grpc.add_DbNodeServicer_to_server(db, server)
-    server.add_insecure_port(address)
+    tls.add_port(server, cfg, name, address)
     server.start()
     return server
 
 
 def test_grpc_peers_over_real_channels_and_reconnect_after_restart(cluster_dict, tmp_path):
+    """Over mutual TLS, as the controller runs them (GrpcPeers calls as `controller`)."""
     cluster_dict["cache_nodes"][0]["grpc"] = f"unix:{tmp_path}/cache1.sock"
     cluster_dict["db_nodes"][0]["grpc"] = f"unix:{tmp_path}/db1.sock"
+    cluster_dict["security"] = {"cert_dir": str(tmp_path / "pki")}
     cfg = parse_config(cluster_dict)
+    init_pki(cfg.roles(), cfg.cluster.name, cfg.security.cert_dir)
     peers = GrpcPeers(cfg)
     with pytest.raises(grpc.RpcError):
         peers.cache_stats("cache1", 0.1)  # nothing listening: a missed heartbeat, at once
     cache, db = _Cache(), _Db()
-    cserver, dserver = _serve(f"unix:{tmp_path}/cache1.sock", cache=cache), _serve(f"unix:{tmp_path}/db1.sock", db=db)
+    cserver = _serve(f"unix:{tmp_path}/cache1.sock", cache=cache, cfg=cfg, name="cache1")
+    dserver = _serve(f"unix:{tmp_path}/db1.sock", db=db, cfg=cfg, name="db1")
     try:
         deadline = time.monotonic() + 2.0  # the channel reconnects within its (short) backoff
         while True:
@@ -232,7 +239,7 @@ def test_grpc_peers_over_real_channels_and_reconnect_after_restart(cluster_dict,
         cserver.stop(None).wait()  # the cache node dies ...
         with pytest.raises(grpc.RpcError):
             peers.cache_stats("cache1", 0.1)
-        cserver = _serve(f"unix:{tmp_path}/cache1.sock", cache=cache)  # ... and restarts
+        cserver = _serve(f"unix:{tmp_path}/cache1.sock", cache=cache, cfg=cfg, name="cache1")  # ... and restarts
         t0 = time.monotonic()
         while True:
             try:
@@ -301,7 +308,7 @@ def test_dead_cache_node_is_withdrawn_forgotten_rejected_then_rejoins(cluster_di
     assert time.monotonic() - t0 < 1.5
     (withdraw,) = dp.mods(ofp.OFPFC_DELETE)
     assert (withdraw.table_id, withdraw.out_port, withdraw.cookie, withdraw.cookie_mask) == (
-        0, 11, 0xE2 << 56, 0xFF << 56)
+        1, 11, 0xE2 << 56, 0xFF << 56)  # the forwarding table (flows.FORWARD_TABLE)
     assert not dp.mods(ofp.OFPFC_DELETE_STRICT)  # one flow-mod, not one per rule
     assert dp.table.ruleset2() == app.updater.installed == {H(3): 12}
     assert len(app.book) == 1 and app.book.refcount(H(2), "cache1") == 0
@@ -398,7 +405,8 @@ def test_restarted_controller_keeps_the_switch_and_rebuilds_the_book(cluster_dic
     assert app.book.owner(h[b"k3"]) == "cache2" and app.stats()["cache_nodes_unsynced"] == 0
     # every static flow is the one the first controller installed (same OFPFlowMod objects)
     assert all(table.flows[k] is f for k, f in flows_before.items() if f.priority != 200)
-    assert sum(1 for f in flows_before.values() if f.priority != 200) == 7 + 256
+    assert sum(1 for f in flows_before.values() if f.priority != 200) == 14 + 7 + 256  # ingress checks too
+    assert list(table.meters) == [1]  # and the client's meter, kept
 
 
 def test_restarted_controller_withdraws_a_dead_nodes_rules(cluster_dict, apps):
@@ -426,4 +434,4 @@ def test_foreign_flow_means_flush(cluster_dict, apps):
     flush = dp.mods()[0]
     assert flush.command == ofp.OFPFC_DELETE and flush.table_id == ofp.OFPTT_ALL and flush.cookie_mask == 0
     assert app.stats()["switch_tables_flushed"] == 1
-    assert dp.table.count(1) == 7 and dp.table.count(3) == 256 and len(dp.table.flows) == 263
+    assert dp.table.count(1) == 7 and dp.table.count(3) == 256 and len(dp.table.flows) == 14 + 263

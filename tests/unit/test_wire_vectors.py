@@ -25,6 +25,7 @@ def test_constants_match_vectors():
     assert (wire.OP_GET, wire.OP_PUT, wire.OP_DELETE, wire.OP_REPLY) == \
         (c["op_get"], c["op_put"], c["op_delete"], c["op_reply"])
     assert (wire.FLAG_FROM_CACHE, wire.FLAG_FORWARDED) == (c["flag_from_cache"], c["flag_forwarded"])
+    assert wire.FORWARDED_DSCP == c["forwarded_dscp"]
 
 
 def test_no_other_python_definition_of_the_hash_constants():

@@ -119,6 +119,10 @@ def cleanup(data: dict, say: Callable[[str], None] = print) -> list[str]:
         say(f"  deleted bridge {data['bridge']}")
         if data["bridge"] in bridges():
             left.append(f"bridge {data['bridge']}")
+    mgmt = f"{data['bridge']}-m"  # the management network (exo_topo/mgmt_net.py)
+    if mgmt in bridges():
+        ovs.delete_bridge(mgmt)
+        say(f"  deleted bridge {mgmt}")
     for intf in switch_ports(data["bridge"]):
         _run("ip", "link", "del", intf)
         say(f"  deleted interface {intf}")

@@ -6,6 +6,7 @@
     exo config resolve FILE [-o]  write the JSON the C++ nodes read
     exo config generate ...       write an emulation config (n cache / db / client nodes)
     exo config reference          print the config reference generated from the schema
+    exo certs init --config FILE  a cluster CA and one certificate per component (docs/security.md)
 
 An emulated cluster that stays up between commands (docs/operations.md, "Running an emulated
 cluster by hand"):
@@ -122,6 +123,8 @@ def cmd_down(args) -> int:
 
 
 def cmd_stats(args) -> int:
+    from exo_common.tls import TlsFilesError
+
     from .stats import run
     if not _need_root("stats"):
         return 2
@@ -130,7 +133,11 @@ def cmd_stats(args) -> int:
     except StateError as err:
         print(f"exo stats: {err}", file=sys.stderr)
         return 2
-    return run(st, args.interval, args.watch, args.json)
+    try:
+        return run(st, args.interval, args.watch, args.json)
+    except TlsFilesError as err:  # it reads the stats with the operator certificate
+        print(f"exo stats: {err}", file=sys.stderr)
+        return 2
 
 
 def cmd_rules(args) -> int:
@@ -264,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     for sp in (chk, res):
         sp.set_defaults(func=cmd_config)
     gen.set_defaults(func=cmd_generate)
+    from .certs import add_parser as add_certs_parser
+    add_certs_parser(sub)
     _add_cluster_commands(sub)
     return p
 

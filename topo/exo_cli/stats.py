@@ -175,6 +175,7 @@ def run(st, interval: float, watch: bool, as_json: bool) -> int:
         cfg = load_config(st.data["cluster_yaml"])
         roles = roles_of(cfg)
         stubs = Stubs(cfg)
+        stubs.check_identity()  # a missing operator certificate is one clear error, not every node "down"
         prev = collect(cfg, stubs)
         while True:
             time.sleep(max(0.0, prev["t"] + interval - time.monotonic()))

@@ -27,13 +27,15 @@ from mininet.net import Mininet
 from mininet.node import OVSSwitch, RemoteController
 
 from exo_common.config import ClusterConfig, write_resolved
-from exo_controller.flows import table_flow_limit
+from exo_controller.flows import FORWARD_TABLE, table_flow_limit
 from exoskeleton import Client
 
 from . import ovs
 from .grpc_clients import Stubs
+from .mgmt_net import MgmtNet
 from .netns import in_netns
 from .process import terminate
+from .tls_setup import TlsSetup, openflow_protocol
 from .topology import ExoTopo
 
 log = logging.getLogger("exo.cluster")
@@ -78,6 +80,8 @@ class EmulatedCluster:
         self._started_ovs = False
         self._logs: list = []
         self.stubs = Stubs(cfg)
+        self.tls = TlsSetup(cfg)  # certificates + OVS's SSL (docs/security.md)
+        self.mgmt = MgmtNet(cfg)  # the hosts' /metrics reachable from the root namespace
 
     # ---- lifecycle ----
     def __enter__(self) -> "EmulatedCluster":
@@ -101,6 +105,7 @@ class EmulatedCluster:
         self._started_ovs = ovs.ensure_running()
         ovs.delete_bridge(self.cfg.switch.bridge)  # a crashed earlier run may have left it
         self.ruleset2_journal.unlink(missing_ok=True)
+        self.tls.start()
         self._controller_cmd = [sys.executable, "-m", "exo_controller", "--config", str(cfg_path),
                                 "--ruleset2-journal", str(self.ruleset2_journal), *self.controller_args]
         self.controller_proc = self._spawn(None, "controller", self._controller_cmd)
@@ -109,11 +114,12 @@ class EmulatedCluster:
             topo=ExoTopo(self.cfg),
             switch=partial(OVSSwitch, datapath="user", protocols="OpenFlow13", failMode="secure"),
             controller=partial(_QuietRemoteController, ip=self.cfg.controller.openflow_host,
-                               port=self.cfg.controller.openflow_port),
+                               port=self.cfg.controller.openflow_port, protocol=openflow_protocol(self.cfg)),
             autoSetMacs=False, autoStaticArp=True, waitConnected=False)
         self.net.start()
+        self.mgmt.start(self.net)
         # Table 0 holds the static rules plus C cache rules, like a hardware switch's L2 table.
-        ovs.configure_table0(self.cfg.switch.bridge, table_flow_limit(self.cfg))
+        ovs.configure_table0(self.cfg.switch.bridge, table_flow_limit(self.cfg), table=FORWARD_TABLE)
         self._set_mtu()
         self._wait_for(self._switch_ready, "switch connected with Rulesets 1 and 3")
         for node in self.cfg.db_nodes:
@@ -140,6 +146,8 @@ class EmulatedCluster:
             _step("stop Mininet", self._stop_net)
             self.net = None
         _step("delete bridge", ovs.delete_bridge, self.cfg.switch.bridge)
+        _step("delete management network", self.mgmt.stop)
+        _step("remove OVS SSL", self.tls.stop)
         if self.controller_proc is not None:
             _step("stop controller", terminate, self.controller_proc, "controller")
             self.controller_proc = None

@@ -8,6 +8,10 @@ Address plan (kind = 1 cache, 2 db, 3 client; i counts from 1):
 With `emulator="emu0"` the db nodes are emulated wimpies (thesis 4.1.1) in one exo-emulator
 process on Mininet host emu0: they keep their own MACs and gRPC sockets but share db0's IP and
 switch port and the interface emu0-eth0.
+
+Certificates (docs/security.md) go to <run dir>/pki (security.cert_dir): the emulation issues
+them there itself (exo_topo/tls_setup.py), TLS on unless a caller passes
+security={"insecure_dev_mode": True}.
 """
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from exo_common.config import ClusterConfig, parse_config
+
+from .mgmt_net import assign_addresses
 
 KIND = {"cache": 1, "db": 2, "client": 3}
 
@@ -54,10 +60,11 @@ def emulation_config_dict(n_cache: int = 2, n_db: int = 4, n_clients: int = 2,
         "cluster": {"name": run_dir.name or "exo"},
         "controller": {"grpc": f"unix:{run_dir}/controller.sock"},
         "cache_nodes": caches, "db_nodes": dbs, "clients": clients,
+        "security": {"cert_dir": str(run_dir / "pki")},
     }
     for section, values in sections.items():
         cfg.setdefault(section, {}).update(values)
-    return cfg
+    return assign_addresses(cfg)  # Prometheus /metrics addresses (exo_topo/mgmt_net.py)
 
 
 def emulation_config(*args: Any, **kwargs: Any) -> ClusterConfig:

@@ -1,32 +1,54 @@
-"""Small typed helpers over the generated gRPC stubs, for the CLI, tests and experiments."""
+"""Small typed helpers over the generated gRPC stubs, for the CLI, tests and experiments.
+
+They call as an operator (docs/security.md): with the certificate of security.operators[0]
+(or `identity`), over mutual TLS, each channel checking the server's certificate name
+(exo_common/tls.py). Plaintext in insecure_dev_mode.
+"""
 from __future__ import annotations
+
+from typing import Optional
 
 import grpc
 
+from exo_common import tls
 from exoproto import control_pb2 as pb
 from exoproto import control_pb2_grpc as rpc
 
 
 class Stubs:
-    """Channels to every node of a running cluster, by node name."""
+    """Channels to every node of a running cluster, by node name. identity: the certificate
+    name to call with (default: the first of security.operators)."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, identity: Optional[str] = None):
         self.cfg = cfg
+        if identity is None and not cfg.security.insecure_dev_mode:
+            if not cfg.security.operators:
+                raise ValueError("security.operators is empty: the exo tools call the cluster with an "
+                                 "operator certificate; name one there")
+            identity = cfg.security.operators[0]
+        self.identity = identity
         self._channels: dict[str, grpc.Channel] = {}
 
-    def _channel(self, addr: str) -> grpc.Channel:
+    def check_identity(self) -> None:
+        """Raise tls.TlsFilesError naming the file if this identity's certificate cannot be read
+        (channels read it only when first used; a tool wants to say so before it starts)."""
+        if not self.cfg.security.insecure_dev_mode:
+            tls.read_identity(self.cfg.security.cert_dir, self.identity)
+
+    def _channel(self, node: str, addr: str) -> grpc.Channel:
         if addr not in self._channels:
-            self._channels[addr] = grpc.insecure_channel(addr)
+            self._channels[addr] = tls.secure_channel(self.cfg, self.identity or "", addr,
+                                                      tls.server_cert_name(self.cfg, node))
         return self._channels[addr]
 
     def controller(self) -> rpc.ControllerStub:
-        return rpc.ControllerStub(self._channel(self.cfg.controller.grpc))
+        return rpc.ControllerStub(self._channel("controller", self.cfg.controller.grpc))
 
     def cache(self, name: str) -> rpc.CacheNodeStub:
-        return rpc.CacheNodeStub(self._channel(self.cfg.node(name).grpc))
+        return rpc.CacheNodeStub(self._channel(name, self.cfg.node(name).grpc))
 
     def db(self, name: str) -> rpc.DbNodeStub:
-        return rpc.DbNodeStub(self._channel(self.cfg.node(name).grpc))
+        return rpc.DbNodeStub(self._channel(name, self.cfg.node(name).grpc))
 
     def stats(self, name: str, timeout: float = 5.0, wait: bool = False) -> dict[str, int]:
         stub = self.cache(name) if any(c.name == name for c in self.cfg.cache_nodes) else self.db(name)

@@ -39,6 +39,9 @@ std::vector<Program> programs() {
        "node's `Stats`, the same values in each (not to be summed over nodes)",
        "emulator_",
        {EXO_EMULATOR_COUNTERS(EXO_COUNTER_DESC)}},
+      {"Proxy (`exo-proxy`): its `stats` lines", "", {EXO_PROXY_COUNTERS(EXO_COUNTER_DESC)}},
+      {"Every C++ program's /metrics listener: on the /metrics page only, not in `Stats`", "",
+       {EXO_METRICS_HTTP_COUNTERS(EXO_COUNTER_DESC)}},
   };
 }
 
@@ -120,8 +123,9 @@ TEST(CounterList, NamesAreUniqueAndDocumented) {
         EXPECT_EQ(std::string(c.help).find('|'), std::string::npos) << n << ": '|' breaks the table";
       }
   };
-  check({&ps[0]});
-  check({&ps[1], &ps[2]});
+  check({&ps[0], &ps[4]});
+  check({&ps[1], &ps[2], &ps[4]});
+  check({&ps[3], &ps[4]});
 }
 
 }  // namespace

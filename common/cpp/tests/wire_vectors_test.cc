@@ -48,6 +48,7 @@ TEST(Constants, MatchSharedVectors) {
   EXPECT_EQ(exo::wire::kReplyBit, c["op_reply"].get<uint8_t>());
   EXPECT_EQ(exo::wire::kFromCache, c["flag_from_cache"].get<uint8_t>());
   EXPECT_EQ(exo::wire::kForwarded, c["flag_forwarded"].get<uint8_t>());
+  EXPECT_EQ(exo::wire::kForwardedDscp, c["forwarded_dscp"].get<uint8_t>());
   EXPECT_EQ(exo::wire::kMinFrame, c["min_frame"].get<size_t>());
 }
 
