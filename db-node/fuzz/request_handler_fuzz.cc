@@ -75,14 +75,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> out(14 + w.node.cluster.mtu);
   const size_t n = h.handle(frame, out);
   if (n > out.size()) std::abort();
-  // Exactly one of the frame counters moves per frame.
+  // Exactly one of the frame counters moves per frame: ignored, malformed, served (gets, puts,
+  // deletes) or refused (a write for another node's key, an unmarked forwarded GET).
   const CounterValues v = c.snapshot();
   uint64_t rx = 0, sorted = 0;
   for (size_t i = 0; i < kNumCounters; ++i) {
     const std::string_view name = kCounterDescs[i].name;
     if (name == "rx_frames") rx = v[i];
     if (name == "ignored" || name == "malformed_dropped" || name == "gets" || name == "puts" ||
-        name == "deletes")
+        name == "deletes" || name == "wrong_owner_dropped" || name == "forwarded_unmarked_dropped")
       sorted += v[i];
   }
   if (rx != 1 || sorted != 1) std::abort();
