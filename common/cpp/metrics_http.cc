@@ -184,8 +184,12 @@ std::string MetricsHttpServer::start(const std::string& address, Source source) 
   if (!parse_ipv4_port(address, &ip, &port)) return "'" + address + "': want <IPv4>:<port>";
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::string("socket: ") + std::strerror(errno);
-  const int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // restart while TIME_WAIT lingers
+  const int one = 1;  // SO_REUSEADDR: a restarted program binds again while TIME_WAIT lingers
+  if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
+    const std::string err = std::string("setsockopt SO_REUSEADDR: ") + std::strerror(errno);
+    ::close(fd);
+    return err;
+  }
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = ip;

@@ -59,8 +59,9 @@ def server_credentials(cfg, name: str):
 
     gRPC Python can only require a client certificate or not ask for one (the C++ servers ask,
     verify one if presented and refuse a missing one in their handlers). So a caller without a
-    certificate, with another CA's or without TLS fails the handshake here, reaches no handler
-    and is not counted in rpc_refused; it is refused all the same."""
+    certificate, with another CA's or without TLS fails the handshake here and reaches no handler
+    (nor rpc_refused); the controller counts it as tls_handshake_refused from gRPC's log line
+    (exo_controller/grpc_handshake_counter.py)."""
     if cfg.security.insecure_dev_mode:
         return None
     import grpc

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import logging
 import mmap
 import os
@@ -206,6 +207,13 @@ class HandshakeRefusals:
                   "counted in %s (it stays at %d)", self._proc.pid, code, STAT, self.value())
 
 
+# How the relay is started: this module as __main__, found on the controller's own sys.path. The
+# installed controller (packaging/bin/exo-controller) runs `python3 -I` with the package's Python
+# tree put on sys.path by hand, which a plain `python3 -m` child would not see (no PYTHONPATH).
+_RELAY_BOOT = ("import json, runpy, sys; sys.path[:0] = json.loads(sys.argv.pop(1)); "
+               "runpy.run_module('exo_controller.grpc_handshake_counter', run_name='__main__', alter_sys=True)")
+
+
 def _start_relay(verbosity: str, saved: int, r: int) -> tuple[subprocess.Popen, mmap.mmap]:
     """The relay process reading `r`, writing `saved`; returns it with the shared cell once it
     runs. Raises OSError (or RuntimeError if it does not come up)."""
@@ -213,7 +221,7 @@ def _start_relay(verbosity: str, saved: int, r: int) -> tuple[subprocess.Popen, 
     try:
         os.ftruncate(cell, 16)
         mm = mmap.mmap(cell, 16)
-        proc = subprocess.Popen([sys.executable, "-m", "exo_controller.grpc_handshake_counter", "--relay",
+        proc = subprocess.Popen([sys.executable, "-I", "-c", _RELAY_BOOT, json.dumps(sys.path), "--relay",
                                  "--counter-fd", str(cell), "--grpc-verbosity", verbosity],
                                 stdin=r, stdout=subprocess.DEVNULL, stderr=saved, pass_fds=(cell,))
     finally:

@@ -18,6 +18,7 @@ from pathlib import Path
 import grpc
 
 from exo_common.config import load_config
+from exo_common.tls import server_cert_name
 from exoproto import control_pb2 as pb
 from exoproto import control_pb2_grpc as rpc
 
@@ -25,14 +26,6 @@ from .identities import IDENTITIES, channel
 
 HUGE_TXID = (1 << 64) - 1  # a txid above any real one: every later write of the key would be BUSY
 ROGUE_RULES = 5000  # more than switch.cache_rule_capacity in every config the suite uses
-
-
-def _target_name(cfg, node_name: str) -> str:
-    """The certificate name of the process serving `node_name` (an emulated db node's is its emulator's)."""
-    for d in cfg.db_nodes:
-        if d.name == node_name and d.emulator:
-            return d.emulator
-    return node_name
 
 
 def _identity_channel(args, cfg, address: str, server: str) -> grpc.Channel:
@@ -65,7 +58,7 @@ def pending_forever(cfg, args) -> list:
 
 
 def forget_cache_node(cfg, args) -> list:
-    server = _target_name(cfg, args.target)
+    server = server_cert_name(cfg, args.target)
     stub = rpc.DbNodeStub(_identity_channel(args, cfg, cfg.node(args.target).grpc, server))
     victim = cfg.cache_node_for_db(args.target)
     return [stub.ForgetCacheNode(pb.ForgetCacheNodeRequest(cache_node=victim), timeout=3)]

@@ -77,6 +77,8 @@ def write_config(b: Bench, link: Link, tag: str, cache_core: int = SRV_CORE, idl
     c.update(iface=link.srv.iface, lcores=str(cache_core), idle_sleep_us=idle_sleep_us)
     db.update(iface=link.srv.iface, data_dir=str(b.db_dir), threads=1, sync_writes=False)
     cl.update(iface=link.gen.iface)
+    # No /metrics listeners: the bench's namespaces have no management network to bind them on.
+    c["metrics"] = db["metrics"] = d["controller"]["metrics"] = ""
     cfg = parse_config(d, "<bench>")
     issue_certificates(cfg)  # the nodes' mutual TLS (docs/security.md), in <run>/pki
     return write_resolved(cfg, run / "cluster.json"), cfg

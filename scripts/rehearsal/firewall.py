@@ -14,7 +14,7 @@ reaching the ports at all (defence in depth, and no TLS handshake to attack).
     python scripts/rehearsal/firewall.py --config cluster.yaml --component db0 --iface eno2 \\
         --operator 10.9.0.5 --prometheus 10.9.0.5 --switch 10.9.0.2 > /etc/nftables.d/exo.nft
 
-`ruleset()` is pure; the rehearsal (main.py step 4) applies its output with `nft -f` in every
+`ruleset()` is pure; the rehearsal (rack.py, step 4) applies its output with `nft -f` in every
 machine's namespace and checks one allowed and one forbidden connection.
 """
 from __future__ import annotations

@@ -4,7 +4,9 @@ No Mininet.
 
     lab = Lab(prefix="exo-rh")
     lab.host("db0")                                   # netns exo-rh-db0
-    lab.cable("db0", "db0-eth0", lab.switch_port, 3)  # data plane: switch port 3
+    lab.veth("db0", "db0-eth0", "rh-db0")             # a cable: db0-eth0 inside, rh-db0 outside
+    lab.ovs_bridge("exo-rh")                          # the switch
+    lab.ovs_port("exo-rh", "rh-db0", 3)               # plugged into switch port 3
     ...
     lab.teardown()                                    # everything it made, newest first
 
@@ -56,8 +58,7 @@ class Lab:
         self._made(f"veth {outside}", lambda: run("ip", "link", "del", outside, check=False))
         if mac:
             run("ip", "-n", ns, "link", "set", inside, "address", mac)
-        for args in (["sysctl", "-qw", f"net.ipv6.conf.{inside}.disable_ipv6=1"],):
-            run("ip", "netns", "exec", ns, *args, check=False)
+        run("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{inside}.disable_ipv6=1", check=False)
         run("sysctl", "-qw", f"net.ipv6.conf.{outside}.disable_ipv6=1", check=False)
         run("ip", "-n", ns, "link", "set", inside, "up")
         run("ip", "link", "set", outside, "up")

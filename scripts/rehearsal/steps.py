@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 
 class Step(NamedTuple):
-    key: str    # the rehearsal's function for it: main.py step_<key>
+    key: str    # the rehearsal's function for it: main.py STEP_FUNCTIONS[key]
     title: str  # the heading in docs/deploy.md
 
 

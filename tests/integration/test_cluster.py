@@ -168,7 +168,7 @@ def test_a_reused_request_id_gets_the_first_outcome_and_is_not_applied(cluster):
 def test_the_control_plane_runs_over_tls(cluster):
     """The cluster came up with TLS on (docs/security.md): the switch reaches the controller at
     an ssl: target with the `switch` certificate, a plain-TCP OpenFlow peer is refused and
-    counted, and the controller's gRPC answers no caller without a certificate."""
+    counted, and the controller's gRPC answers no caller without a certificate and counts it."""
     cfg = cluster.cfg
     c = cfg.controller
     assert not cfg.security.insecure_dev_mode
@@ -192,6 +192,15 @@ def test_the_control_plane_runs_over_tls(cluster):
         time.sleep(0.2)
     after = cluster.stubs.controller_stats()
     assert after["switch_connects"] == before["switch_connects"] and after["switch_connected"] == 1
-    with pytest.raises(grpc.RpcError) as e:
-        rpc.ControllerStub(grpc.insecure_channel(c.grpc)).Stats(pb.StatsRequest(), timeout=5)
+    plain = grpc.insecure_channel(c.grpc)
+    try:
+        with pytest.raises(grpc.RpcError) as e:
+            rpc.ControllerStub(plain).Stats(pb.StatsRequest(), timeout=5)
+    finally:
+        plain.close()
     assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+    # ... and counts it: the handshake failed inside gRPC, before any caller check (docs/security.md).
+    deadline = time.monotonic() + 10
+    while cluster.stubs.controller_stats()["tls_handshake_refused"] <= after["tls_handshake_refused"]:
+        assert time.monotonic() < deadline, "the plaintext gRPC caller was not counted in tls_handshake_refused"
+        time.sleep(0.2)

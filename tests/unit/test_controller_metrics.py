@@ -4,6 +4,7 @@ times real gRPC calls (a refusal too, with its code) and the health service answ
 TLS on a unix socket as the controller runs. promtool's check of the page is in
 test_metrics_exposition.py."""
 import ast
+import re
 import urllib.request
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from exoproto import control_pb2 as pb
 from exoproto import control_pb2_grpc as rpc
 
 CONTROLLER = Path(__file__).resolve().parents[2] / "controller" / "exo_controller"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def families(text: str) -> dict:
@@ -80,6 +82,25 @@ def test_every_stats_name_of_the_controller_is_declared(cluster_dict):
             assert {f"{literal}{r}" for r in ("added", "deleted", "modified")} <= set(stat_kinds.STATS)
         else:
             assert literal in stat_kinds.STATS, f"declare {literal!r} in exo_controller/stat_kinds.py"
+
+
+def undocumented_stats(operations_md: str) -> list[str]:
+    """Declared Stats names that docs/operations.md's controller table does not name."""
+    start = operations_md.find("The controller's (Python, `Controller.Stats`)")
+    end = operations_md.find("\n\n", operations_md.find("\n|", start) if start >= 0 else 0)
+    if start < 0 or end < 0:
+        return ["docs/operations.md: no table after \"The controller's (Python, `Controller.Stats`)\""]
+    table = operations_md[start:end]
+    named = {m.split(" ")[0] for m in re.findall(r"`([a-z0-9_]+(?: <[^>`]+>)?)`", table)}
+    return sorted(set(stat_kinds.STATS) - named)
+
+
+def test_operations_doc_lists_every_stats_name_of_the_controller():
+    text = (DOCS / "operations.md").read_text()
+    assert undocumented_stats(text) == []
+    # the check sees a row that went missing
+    row = next(ln for ln in text.splitlines() if ln.startswith("| `tls_handshake_refused` | controller |"))
+    assert undocumented_stats(text.replace(row + "\n", "")) == ["tls_handshake_refused"]
 
 
 def test_the_declarations_are_usable_prometheus_names():

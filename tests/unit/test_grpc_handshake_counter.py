@@ -24,6 +24,7 @@ import grpc
 import pytest
 import yaml
 
+from conftest_ci import missing_or_fail
 from exo_common.config import parse_config
 from exo_common.pki import init_pki, issue_leaf, new_ca, write_pair
 from exo_controller.grpc_handshake_counter import (STAT, Throttle, _SEVERITY, grpc_floor, refusal_reason, relay,
@@ -127,6 +128,27 @@ def test_relay_forwards_every_line_and_counts_refusals():
     out = os.read(dst_r, 65536)
     assert cell.value == 7
     assert out == ROGUE + b"\n" + ROGUE + b" (and 2 more refused TLS handshakes not shown)\n"
+
+
+def test_the_relay_starts_under_the_package_s_interpreter(tmp_path):
+    """As packaging/bin/exo-controller runs it: Debian's python3 -I (no PYTHONPATH, no venv) with
+    the package's Python tree put on sys.path by hand, which a child process does not inherit.
+    The relay must come up there too, or the installed controller never counts a refusal."""
+    python = Path("/usr/bin/python3")
+    if not python.exists():
+        missing_or_fail("/usr/bin/python3 (Debian's python3) is missing")
+    code = ("import os, sys, time; sys.path.insert(0, sys.argv.pop(1))\n"
+            "from exo_controller.grpc_handshake_counter import install\n"
+            "h = install()\n"
+            "print('no relay' if h is None else 'relay up', flush=True)\n"
+            "os.write(2, sys.argv[1].encode() + b'\\n')\n"
+            "deadline = time.monotonic() + 10\n"
+            "while h is not None and h.value() < 1 and time.monotonic() < deadline: time.sleep(0.05)\n"
+            "print(h.value() if h else -1, flush=True)\n")
+    res = subprocess.run([str(python), "-I", "-c", code, str(REPO / "controller"), NOCERT.decode()],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert res.stdout.split() == ["relay", "up", "1"], res.stdout + res.stderr
+    assert NOCERT.decode() in res.stderr  # forwarded to the original stderr too
 
 
 # ---------------------------------------------------------------- the controller process

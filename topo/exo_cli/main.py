@@ -6,6 +6,7 @@
     exo config resolve FILE [-o]  write the JSON the C++ nodes read
     exo config generate ...       write an emulation config (n cache / db / client nodes)
     exo config reference          print the config reference generated from the schema
+    exo config prometheus FILE    print the Prometheus scrape config of a cluster (docs/deploy.md)
     exo certs init --config FILE  a cluster CA and one certificate per component (docs/security.md)
 
 An emulated cluster that stays up between commands (docs/operations.md, "Running an emulated
@@ -67,6 +68,14 @@ def cmd_config(args) -> int:
             Path(args.output).write_text(text)
         else:
             sys.stdout.write(text)
+    elif args.action == "prometheus":
+        from exo_topo.prometheus import duration, scrape_config
+        try:
+            duration(args.interval)
+        except ValueError as err:
+            print(f"exo config prometheus: --interval: {err}", file=sys.stderr)
+            return 2
+        sys.stdout.write(yaml.safe_dump(scrape_config(cfg, args.interval), sort_keys=False))
     return 0
 
 
@@ -260,6 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     res = csub.add_parser("resolve")
     res.add_argument("file")
     res.add_argument("-o", "--output")
+    prom = csub.add_parser("prometheus", help="print prometheus.yml: one target per component's metrics address")
+    prom.add_argument("file")
+    prom.add_argument("--interval", type=_positive_seconds, default=5.0, help="scrape interval, seconds")
     ref = csub.add_parser("reference", help="print the config reference (markdown)")
     ref.set_defaults(func=cmd_reference)
     gen = csub.add_parser("generate")
@@ -268,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--clients", type=int, default=2)
     gen.add_argument("--run-dir", default="/tmp/exo/cluster")
     gen.add_argument("-o", "--output")
-    for sp in (chk, res):
+    for sp in (chk, res, prom):
         sp.set_defaults(func=cmd_config)
     gen.set_defaults(func=cmd_generate)
     from .certs import add_parser as add_certs_parser

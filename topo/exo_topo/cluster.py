@@ -32,6 +32,7 @@ from exoskeleton import Client
 
 from . import ovs
 from .grpc_clients import Stubs
+from .lifecycle import StartStop
 from .mgmt_net import MgmtNet
 from .netns import in_netns
 from .process import terminate
@@ -58,7 +59,7 @@ class _QuietRemoteController(RemoteController):
         return
 
 
-class EmulatedCluster:
+class EmulatedCluster(StartStop):
     def __init__(self, cfg: ClusterConfig, run_dir: str | Path, build_dir: str | Path | None = None,
                  config_path: Optional[Path] = None, start_timeout: float = 60.0,
                  controller_args: Sequence[str] = (), node_faults: Optional[Mapping[str, str]] = None):
@@ -83,18 +84,7 @@ class EmulatedCluster:
         self.tls = TlsSetup(cfg)  # certificates + OVS's SSL (docs/security.md)
         self.mgmt = MgmtNet(cfg)  # the hosts' /metrics reachable from the root namespace
 
-    # ---- lifecycle ----
-    def __enter__(self) -> "EmulatedCluster":
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
+    # ---- lifecycle (`with` runs start() and stop(): lifecycle.StartStop) ----
     def start(self) -> None:
         self._check_binaries()
         self.run_dir.mkdir(parents=True, exist_ok=True)

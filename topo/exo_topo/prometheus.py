@@ -3,13 +3,16 @@
 
     scrape_config(cfg)  -> the prometheus.yml contents (pure): one job per kind of component,
                            exo-controller, exo-cache, exo-db, exo-proxy; each target's
-                           `instance` label is the component's name
+                           `instance` label is the component's name (`exo config prometheus
+                           FILE` prints it, for a deployment's Prometheus: docs/deploy.md)
     with PrometheusServer(cfg, run_dir) as prom:    # started in the root namespace
         prom.wait_targets_up(timeout=20)
         prom.query('sum(rate(exo_cache_hits_total[30s]))')
 
-The server, its TSDB and its log live under run_dir; it is stopped (and waited for) on exit,
-also on an exception or Ctrl-C.
+Used by tests/integration/test_prometheus.py (an emulated cluster) and by the deployment
+rehearsal (scripts/rehearsal/metrics.py, which runs the scrape config the installed `exo`
+printed). The server, its TSDB and its log live under run_dir; it is stopped (and waited for) on
+exit, also on an exception or Ctrl-C.
 """
 from __future__ import annotations
 
@@ -25,6 +28,9 @@ from pathlib import Path
 from typing import Optional
 
 import yaml
+
+from .lifecycle import StartStop
+from .process import terminate
 
 JOBS = ("exo-controller", "exo-cache", "exo-db", "exo-proxy")
 
@@ -44,9 +50,17 @@ def targets(cfg) -> dict[str, list[tuple[str, str]]]:
     return {job: t for job, t in out.items() if t}
 
 
+def duration(seconds: float) -> str:
+    """Seconds as a Prometheus duration, which takes whole numbers only: 5 -> "5s", 0.5 -> "500ms"."""
+    ms = round(seconds * 1000)
+    if ms < 1:
+        raise ValueError(f"{seconds!r} s: a scrape interval must be at least 1 ms")
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
 def scrape_config(cfg, interval_s: float = 5.0) -> dict:
     """prometheus.yml as a dict: every component's /metrics, `instance` = its name."""
-    iv = f"{interval_s:g}s"
+    iv = duration(interval_s)
     return {
         "global": {"scrape_interval": iv, "scrape_timeout": iv, "evaluation_interval": iv,
                    "external_labels": {"cluster": cfg.cluster.name}},
@@ -57,17 +71,30 @@ def scrape_config(cfg, interval_s: float = 5.0) -> dict:
     }
 
 
+def target_count(scrape: dict) -> int:
+    """How many targets a prometheus.yml (as a dict) scrapes."""
+    return sum(len(sc.get("targets", [])) for job in scrape.get("scrape_configs", [])
+               for sc in job.get("static_configs", []))
+
+
+def up_by_instance(active_targets: list[dict]) -> dict[str, int]:
+    """/api/v1/targets' activeTargets -> {instance label: 1 if its last scrape worked, else 0}."""
+    return {t["labels"].get("instance", t["scrapeUrl"]): int(t["health"] == "up") for t in active_targets}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-class PrometheusServer:
-    def __init__(self, cfg, run_dir: str | Path, interval_s: float = 1.0, binary: Optional[str] = None):
+class PrometheusServer(StartStop):
+    def __init__(self, cfg, run_dir: str | Path, interval_s: float = 1.0, binary: Optional[str] = None,
+                 scrape: Optional[dict] = None):
+        """scrape: the prometheus.yml to run, as a dict (default: scrape_config(cfg, interval_s))."""
         self.cfg = cfg
         self.dir = Path(run_dir) / "prometheus"
-        self.interval_s = interval_s
+        self.scrape = scrape if scrape is not None else scrape_config(cfg, interval_s)
         self.binary = binary or shutil.which("prometheus")
         self.port = 0
         self.proc: Optional[subprocess.Popen] = None
@@ -77,24 +104,13 @@ class PrometheusServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "PrometheusServer":
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
     def start(self) -> None:
         if self.binary is None:
             raise PrometheusError("prometheus is not installed (Debian package prometheus: scripts/install-deps.sh)")
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.mkdir(parents=True)
         config = self.dir / "prometheus.yml"
-        config.write_text(yaml.safe_dump(scrape_config(self.cfg, self.interval_s), sort_keys=False))
+        config.write_text(yaml.safe_dump(self.scrape, sort_keys=False))
         self.port = _free_port()
         self._log = open(self.dir / "prometheus.log", "ab")
         self.proc = subprocess.Popen(
@@ -110,13 +126,8 @@ class PrometheusServer:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        if self.proc is not None:
+            terminate(self.proc, "prometheus", grace=10.0)
         self.proc = None
         if self._log is not None:
             self._log.close()
@@ -135,8 +146,11 @@ class PrometheusServer:
         try:
             with urllib.request.urlopen(url, timeout=10) as r:
                 body = json.load(r)
-        except urllib.error.HTTPError as err:
-            body = json.load(err)
+        except urllib.error.HTTPError as err:  # Prometheus' API errors come as 4xx/5xx with a JSON body
+            try:
+                body = json.load(err)
+            except ValueError:
+                raise PrometheusError(f"{path} {params}: HTTP {err.code} {err.reason}") from None
         if body.get("status") != "success":
             raise PrometheusError(f"{path} {params}: {body.get('errorType')}: {body.get('error')}")
         return body["data"]
@@ -151,9 +165,11 @@ class PrometheusServer:
     def wait_targets_up(self, timeout: float = 30.0) -> list[dict]:
         """Until every configured target has been scraped successfully; PrometheusError naming
         the ones that are not up (with their last error) after `timeout`."""
-        want = sum(len(t) for t in targets(self.cfg).values())
+        want = target_count(self.scrape)
         deadline = time.monotonic() + timeout
         while True:
+            if self.proc is None or self.proc.poll() is not None:
+                raise PrometheusError(f"prometheus is not running: see {self.dir / 'prometheus.log'}")
             ts = self.targets()
             if len(ts) == want and all(t["health"] == "up" for t in ts):
                 return ts
