@@ -43,10 +43,16 @@ full = json.loads((root / "common" / "cpp" / "tests" / "data" / "defaults.resolv
 minimal = json.loads(json.dumps(full))
 minimal["switch"]["partition_bits"] = 1
 minimal["partitions"] = ["db0", "db1"]
+minimal["chains"] = [{"nodes": ["db0"]}, {"nodes": ["db1"]}]
 minimal["hot_keys"].update(top_k=7, sample_rate=0.5, segment_ms=100, segments=2, weights=[3, 1],
                            report_interval_ms=50, report_keys=5)
 minimal["cache_fill"].update(interval_ms=20, min_rate=2.5, report_ttl_ms=900, max_fetch_batch=9)
-configs = [full, minimal]
+# ... and with chains of two (replication.factor 2) and a spare db node.
+chained = json.loads(json.dumps(minimal))
+chained["replication"]["factor"] = 2
+chained["chains"] = [{"nodes": ["db0", "db1"]}, {"nodes": ["db1", "db0"]}]
+chained["db_nodes"].append(dict(chained["db_nodes"][1], name="db2", member=False))
+configs = [full, minimal, chained]
 try:  # the demo cluster, resolved by the controller's schema (needs its Python dependencies)
     from exo_common.config import load_config, resolve
     configs.append(resolve(load_config(root / "configs" / "demo.yaml")))

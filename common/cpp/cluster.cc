@@ -121,6 +121,40 @@ EmulationConfig emulation(const config::EmulationSection& m, const std::string& 
   return e;
 }
 
+// `chains`, checked against the slot table `c.slot_owner` already read from `partitions`: one
+// chain per slot, each non-empty, of at most replication.factor distinct member db nodes,
+// headed by the slot's owner (the checks of partitions.check_chains in Python).
+std::vector<std::vector<uint32_t>> slot_chains(const config::ResolvedCluster& m, const Cluster& c,
+                                               const std::string& source) {
+  if (static_cast<size_t>(m.chains_size()) != c.slot_owner.size())
+    bad(source, "chains", "expected one chain per slot (" + std::to_string(c.slot_owner.size()) + "), found " +
+                              std::to_string(m.chains_size()));
+  std::vector<std::vector<uint32_t>> chains(c.slot_owner.size());
+  for (int s = 0; s < m.chains_size(); ++s) {
+    const auto& nodes = m.chains(s).nodes();
+    const std::string where = "chains[" + std::to_string(s) + "]";
+    if (nodes.empty()) bad(source, where, "empty");
+    if (static_cast<size_t>(nodes.size()) > c.replication.factor)
+      bad(source, where,
+          std::to_string(nodes.size()) + " nodes, more than replication.factor " + std::to_string(c.replication.factor));
+    auto& chain = chains[s];
+    for (int k = 0; k < nodes.size(); ++k) {
+      const std::string at = where + ".nodes[" + std::to_string(k) + "]";
+      const DbNodeInfo* d = c.find_db(nodes[k]);
+      if (d == nullptr) bad(source, at, "unknown db node '" + nodes[k] + "'");
+      if (!d->member) bad(source, at, "db node '" + nodes[k] + "' is a spare (member false)");
+      const auto index = static_cast<uint32_t>(d - c.db_nodes.data());
+      for (uint32_t earlier : chain)
+        if (earlier == index) bad(source, where, "repeats db node '" + nodes[k] + "'");
+      chain.push_back(index);
+    }
+    if (chain[0] != c.slot_owner[s])
+      bad(source, where + ".nodes[0]",
+          "head '" + nodes[0] + "', but partitions[" + std::to_string(s) + "] is '" + c.db_nodes[c.slot_owner[s]].name + "'");
+  }
+  return chains;
+}
+
 Cluster to_cluster(const config::ResolvedCluster& m, const std::string& source) {
   Cluster c;
   c.mtu = m.cluster().mtu();
@@ -176,6 +210,7 @@ Cluster to_cluster(const config::ResolvedCluster& m, const std::string& source) 
     n.cache_node = x.cache_node();  // null in the file: empty, no cache node
     n.emulator = x.emulator();      // null: empty, a real exo-db-node
     n.metrics = x.metrics();
+    n.member = x.member();
     c.db_nodes.push_back(std::move(n));
   }
   for (int i = 0; i < m.clients_size(); ++i) {
@@ -198,6 +233,9 @@ Cluster to_cluster(const config::ResolvedCluster& m, const std::string& source) 
       bad(source, "partitions[" + std::to_string(s) + "]", "unknown db node '" + m.partitions(s) + "'");
     c.slot_owner.push_back(static_cast<uint32_t>(owner - c.db_nodes.data()));
   }
+  c.replication.factor = m.replication().factor();
+  if (c.replication.factor == 0) bad(source, "replication.factor", "must be >= 1");
+  c.slot_chain = slot_chains(m, c, source);
   return c;
 }
 

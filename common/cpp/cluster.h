@@ -54,6 +54,7 @@ struct DbNodeInfo : NodeInfo {
   std::string cache_node;  // may be empty (no cache nodes)
   std::string emulator;    // empty: a real exo-db-node; else the emulator process hosting it
   std::string metrics;     // "<ipv4>:<port>" of the /metrics listener; empty: none
+  bool member = true;      // false: a configured spare, in no partition and no chain
 };
 
 // proxies[]: an exo-proxy speaking for one client host (docs/proxy.md).
@@ -112,6 +113,13 @@ struct CacheFillConfig {
   bool operator==(const CacheFillConfig&) const = default;
 };
 
+// replication section (docs/design/replication.md): chains of db nodes per slot.
+struct ReplicationConfig {
+  uint32_t factor = 1;  // db nodes per chain at most; 1: each chain is the slot's owner alone
+
+  bool operator==(const ReplicationConfig&) const = default;
+};
+
 struct Cluster {
   uint32_t mtu = 1500;
   uint16_t udp_port = 7777;
@@ -130,7 +138,13 @@ struct Cluster {
   std::vector<DbNodeInfo> db_nodes;
   std::vector<NodeInfo> clients;
   std::vector<ProxyInfo> proxies;
+  ReplicationConfig replication;
   std::vector<uint32_t> slot_owner;  // slot -> index into db_nodes
+  // slot -> its chain, head first and tail last, as indices into db_nodes: distinct member
+  // nodes, at most replication.factor of them, slot_chain[s][0] == slot_owner[s]. The initial
+  // layout from the resolved config's `chains`; nothing routes by it yet (at factor 1 every
+  // chain is {slot_owner[s]}).
+  std::vector<std::vector<uint32_t>> slot_chain;
 
   // Index into db_nodes of the node owning this 40-bit key hash.
   uint32_t owner_index(uint64_t hash40) const {

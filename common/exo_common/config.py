@@ -15,7 +15,7 @@ from typing import Any, Literal, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .partitions import partition_table
+from .partitions import chain_table, check_chains, partition_table
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,9}$")  # short: Mininet interface names are <name>-eth0
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
@@ -123,6 +123,12 @@ class ControllerSection(_Strict):
     heartbeat_misses: int = Field(3, ge=1, le=1000, description="Consecutive failed heartbeats after which a cache node is declared DOWN: its Ruleset 2 rules are withdrawn with one flow-mod, the db nodes forget it, and its rule adds are rejected until it rejoins. Its switch port going link-down or deleted declares it DOWN at once.")
 
 
+class ReplicationSection(_Strict):
+    """Chain replication of db nodes (docs/design/replication.md). Only the layout exists so far:
+    resolve() writes each slot's chain, which no component reads yet."""
+    factor: int = Field(1, ge=1, description="Db nodes per chain (`chains` in the resolved config): each slot's owner (its head, as in `partitions`) followed by the next distinct member db nodes clockwise on the consistent-hash ring; with switch.max_partition_load >= 1 the tails are capped the same way as the owners (common/exo_common/partitions.py, chain_table). At most the number of member db nodes; above 1, no db node may be emulated (the emulator's store cannot replicate). 1: every chain is its owner alone.")
+
+
 class SecuritySection(_Strict):
     """Who may change the cluster (docs/security.md): mutual TLS on every gRPC channel and on OpenFlow."""
     insecure_dev_mode: bool = Field(False, description="true: plaintext gRPC and OpenFlow and no caller checks, for a developer's laptop only. The demo, the tests and the rehearsal run with it false.")
@@ -195,6 +201,7 @@ class DbNodeConfig(_Node):
     cache_node: Optional[str] = Field(None, description="Cache node serving this node's partitions; default round-robin.")
     metrics: str = Field("", description="<IPv4>:<port> of this node's Prometheus /metrics HTTP listener; \"\": none (emulated nodes serve none).")
     emulator: Optional[str] = Field(None, description="Name of the wimpy-emulator process that hosts this node (thesis 4.1.1; emulator/README.md) instead of an exo-db-node. Nodes with the same emulator share ip, switch_port and iface; each keeps its own mac, grpc and partitions.")
+    member: bool = Field(True, description="false: a configured spare. It is part of the cluster (switch port, certificate, cache node) but holds no slots: partitions and chains are computed over the member db nodes only. At least one db node must be a member.")
 
 
 class ClientConfig(_Node):
@@ -227,6 +234,7 @@ class ClusterConfig(_Strict):
     clients: list[ClientConfig] = Field(default_factory=list)
     proxies: list[ProxyConfig] = Field(default_factory=list)
     security: SecuritySection = SecuritySection()
+    replication: ReplicationSection = ReplicationSection()
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ClusterConfig":
@@ -260,6 +268,7 @@ class ClusterConfig(_Strict):
                 raise ValueError(f"db_nodes[{i}].cache_node: no cache node named {d.cache_node!r}")
         if 0 < self.switch.max_partition_load < 1:
             raise ValueError("switch.max_partition_load: must be 0 (plain ring) or >= 1")
+        self._check_replication()
         selectable = sum(c.capacity for c in self.cache_nodes)
         steady = self.selectable_rules()
         if selectable > steady:
@@ -268,6 +277,21 @@ class ClusterConfig(_Strict):
                 f"fast-add buffer (fast_add_fraction {self.switch.fast_add_fraction:g}) but cache_nodes[*].capacity "
                 f"adds up to {selectable}")
         return self
+
+    def _check_replication(self) -> None:
+        """Enough member db nodes for every chain, and none that cannot replicate."""
+        members = self.members()
+        if not members:
+            raise ValueError("db_nodes[*].member: no db node is a member; at least one must hold slots")
+        factor = self.replication.factor
+        if factor > len(members):
+            raise ValueError(f"replication.factor: {factor} is more than the {len(members)} member db nodes "
+                             "(db_nodes[*].member)")
+        if factor > 1:
+            for i, d in enumerate(self.db_nodes):
+                if d.emulator is not None:
+                    raise ValueError(f"replication.factor: {factor} needs real db nodes, but db_nodes[{i}].emulator "
+                                     f"is {d.emulator!r} (the emulator's fixed-value store cannot replicate)")
 
     def _check_identities(self) -> None:
         """Every certificate name (docs/security.md) names one component, and every metrics
@@ -314,10 +338,19 @@ class ClusterConfig(_Strict):
                 return d.cache_node or self.cache_nodes[i % len(self.cache_nodes)].name
         raise KeyError(db_name)
 
+    def members(self) -> list[str]:
+        """Names of the db nodes that hold slots (db_nodes[].member), in config order."""
+        return [d.name for d in self.db_nodes if d.member]
+
     def partitions(self) -> list[str]:
         """slot -> owning db node name, for 2^partition_bits slots."""
-        return partition_table([d.name for d in self.db_nodes], self.switch.partition_bits,
+        return partition_table(self.members(), self.switch.partition_bits,
                                self.switch.virtual_nodes, self.switch.max_partition_load)
+
+    def chains(self) -> list[list[str]]:
+        """slot -> [head, ..., tail] (replication.factor member db nodes); heads are partitions()."""
+        return chain_table(self.members(), self.switch.partition_bits, self.switch.virtual_nodes,
+                           self.switch.max_partition_load, self.replication.factor)
 
     def roles(self) -> dict[str, str]:
         """Certificate name -> role (controller, switch, cache, db, proxy, operator): who may call
@@ -379,7 +412,9 @@ def load_config(path: str | Path) -> ClusterConfig:
 
 def resolve(cfg: ClusterConfig) -> dict:
     """The JSON form the C++ nodes read: the config plus derived facts, checked against the
-    ResolvedCluster message (proto/exoproto/cluster.proto) that the C++ reader parses it with."""
+    ResolvedCluster message (proto/exoproto/cluster.proto) that the C++ reader parses it with.
+    `partitions` (slot -> owner) and `chains` (slot -> [owner, ...]) are computed over the
+    member db nodes; with replication.factor 1 every chain is [owner]."""
     out = cfg.model_dump()
     for section in ("cache_nodes", "db_nodes", "clients"):
         for n, src in zip(out[section], getattr(cfg, section)):
@@ -387,6 +422,7 @@ def resolve(cfg: ClusterConfig) -> dict:
     for n in out["db_nodes"]:
         n["cache_node"] = cfg.cache_node_for_db(n["name"])
     out["partitions"] = cfg.partitions()
+    out["chains"] = [{"nodes": chain} for chain in cfg.chains()]
     check_resolved(out)
     return out
 
@@ -396,7 +432,9 @@ def check_resolved(out: dict) -> None:
     message's type. Both directions: a key this schema writes that the message lacks, and a
     message field this schema does not write, are errors (the C++ reader would refuse the
     file), so the schema and cluster.proto cannot drift apart unnoticed. The type check also
-    catches a value too large for the C++ side (a capacity above 2^32 - 1)."""
+    catches a value too large for the C++ side (a capacity above 2^32 - 1). Then the chain table
+    is held to the partition table (partitions.check_chains): one chain per slot, headed by the
+    slot's owner, of at most replication.factor distinct member db nodes."""
     from google.protobuf import json_format
     from exoproto.cluster_pb2 import ResolvedCluster
     _check_fields(out, ResolvedCluster.DESCRIPTOR, "")
@@ -404,6 +442,12 @@ def check_resolved(out: dict) -> None:
         json_format.ParseDict(out, ResolvedCluster())
     except json_format.ParseError as err:
         raise ConfigError(f"resolved config does not fit proto/exoproto/cluster.proto: {err}") from None
+    # The derived tables against each other: the chains' heads are the partitions.
+    members = [d["name"] for d in out["db_nodes"] if d["member"]]
+    try:
+        check_chains([c["nodes"] for c in out["chains"]], out["partitions"], out["replication"]["factor"], members)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 def _check_fields(value: Any, desc, where: str) -> None:

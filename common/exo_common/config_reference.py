@@ -6,7 +6,8 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from .config import (CacheFillSection, CacheNodeConfig, ClientConfig, ClusterSection, ControllerSection,
-                     DbNodeConfig, EmulationSection, HotKeysSection, ProxyConfig, SecuritySection, SwitchSection)
+                     DbNodeConfig, EmulationSection, HotKeysSection, ProxyConfig, ReplicationSection, SecuritySection,
+                     SwitchSection)
 
 SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("cluster", ClusterSection, "Cluster-wide data-plane settings."),
@@ -23,6 +24,8 @@ SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("clients[]", ClientConfig, "Client hosts (the emulation creates them; real clients need no entry)."),
     ("proxies[]", ProxyConfig, "exo-proxy instances (docs/proxy.md); each has a certificate and may serve /metrics."),
     ("security", SecuritySection, "Mutual TLS on gRPC and OpenFlow, and who may call what (docs/security.md)."),
+    ("replication", ReplicationSection, "Chain replication of db nodes (docs/design/replication.md). So far only "
+     "the layout: `exo config resolve` writes each slot's chain (`chains`), which no component reads yet."),
 ]
 
 NODE_HELP = {

@@ -54,5 +54,84 @@ def partition_table(names: list[str], bits: int, vnodes: int, max_load: float = 
     return table
 
 
+def chain_table(names: list[str], bits: int, vnodes: int, max_load: float = 0.0, rf: int = 1) -> list[list[str]]:
+    """slot -> [head, ..., tail], min(rf, len(names)) distinct db node names
+    (docs/design/replication.md, 2.1).
+
+    The head is partition_table's owner, so rf = 1 is exactly today's table. The middles are
+    the next distinct nodes clockwise on the ring from the head's point (FAWN-KV's placement);
+    the tail is the next distinct node after them. GETs that miss the cache go to the tail, so
+    with max_load > 0 the tail is capped too: a node that already tails
+    ceil(max_load * slots / nodes) slots is passed over, and if every candidate is full the
+    first one is taken. This is the initial layout only: a running cluster edits its table and
+    never recomputes it from the ring.
+    """
+    if rf < 1:
+        raise ValueError("rf must be >= 1")
+    heads = partition_table(names, bits, vnodes, max_load)
+    length = min(rf, len(set(names)))
+    if length == 1:
+        return [[head] for head in heads]
+    points = ring_points(names, vnodes)
+    keys = [p for p, _ in points]
+    slots = 1 << bits
+    tail_cap = math.ceil(max_load * slots / len(names)) if max_load else slots
+    tails = dict.fromkeys(names, 0)
+    table = []
+    for slot, head in enumerate(heads):
+        # The head's point: partition_table walked from the slot's start to the first point of
+        # a node with room, so the first point of the head from there is the one it took.
+        i = bisect.bisect_left(keys, slot << (HASH_BITS - bits))
+        while points[i % len(points)][1] != head:
+            i += 1
+        chain = [head]
+        while len(chain) < length - 1:
+            i += 1
+            name = points[i % len(points)][1]
+            if name not in chain:
+                chain.append(name)
+        first = pick = None
+        for _ in range(len(points)):
+            i += 1
+            name = points[i % len(points)][1]
+            if name in chain:
+                continue
+            first = first or name
+            if tails[name] < tail_cap:
+                pick = name
+                break
+        tail = pick or first
+        tails[tail] += 1
+        table.append(chain + [tail])
+    return table
+
+
+def check_chains(chains: list[list[str]], partitions: list[str], factor: int,
+                 members: list[str] | None = None) -> None:
+    """Raise ValueError naming `chains[i]` unless `chains` is a usable slot -> chain table: one
+    chain per slot of `partitions`, each non-empty, of at most `factor` distinct nodes, headed
+    by the slot's owner in `partitions`, and (given `members`) naming member db nodes only.
+    resolve() holds its own output to this; the C++ reader (common/cpp/cluster.cc) makes the
+    same checks on the file."""
+    if len(chains) != len(partitions):
+        raise ValueError(f"chains: {len(chains)} entries, partitions has {len(partitions)}")
+    known = None if members is None else set(members)
+    for i, chain in enumerate(chains):
+        where = f"chains[{i}]"
+        if not chain:
+            raise ValueError(f"{where}: empty")
+        if len(chain) > factor:
+            raise ValueError(f"{where}: {len(chain)} nodes, more than replication.factor {factor}")
+        seen: set[str] = set()
+        for k, name in enumerate(chain):
+            if name in seen:
+                raise ValueError(f"{where}: repeats db node {name!r}")
+            seen.add(name)
+            if known is not None and name not in known:
+                raise ValueError(f"{where}[{k}]: {name!r} is not a member db node")
+        if chain[0] != partitions[i]:
+            raise ValueError(f"{where}[0]: head {chain[0]!r}, but partitions[{i}] is {partitions[i]!r}")
+
+
 def slot_of(khash: int, bits: int) -> int:
     return (khash & HASH_MASK) >> (HASH_BITS - bits)

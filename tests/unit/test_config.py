@@ -274,3 +274,85 @@ def test_cpp_fixture_is_current():
     assert (data / "defaults.resolved.json").read_text() == expected, (
         "run: .venv/bin/exo config resolve common/cpp/tests/data/defaults.yaml "
         "-o common/cpp/tests/data/defaults.resolved.json")
+
+
+# ---- replication: the chain layout in the config (docs/design/replication.md, 2.1-2.2) ----
+
+
+def test_replication_defaults_to_one_chain_of_the_owner(cluster_dict):
+    """factor 1 (the default): every chain is [today's owner], so nothing else changes."""
+    cfg = parse_config(cluster_dict)
+    assert cfg.replication.factor == 1 and all(d.member for d in cfg.db_nodes)
+    out = resolve(cfg)
+    assert out["replication"] == {"factor": 1}
+    assert out["chains"] == [{"nodes": [owner]} for owner in out["partitions"]]
+    assert [d["member"] for d in out["db_nodes"]] == [True, True, True]
+
+
+def test_replication_factor_three_resolves(cluster_dict):
+    cluster_dict["replication"] = {"factor": 3}
+    cfg = parse_config(cluster_dict)
+    out = resolve(cfg)
+    assert out["partitions"] == parse_config({**cluster_dict, "replication": {}}).partitions()  # heads unchanged
+    for owner, chain in zip(out["partitions"], out["chains"]):
+        assert chain["nodes"][0] == owner and sorted(chain["nodes"]) == ["db1", "db2", "db3"]
+
+
+def test_replication_factor_errors_name_the_field(cluster_dict):
+    cluster_dict["replication"] = {"factor": 4}
+    msg = err(cluster_dict)
+    assert "replication.factor: 4 is more than the 3 member db nodes" in msg
+    cluster_dict["replication"] = {"factor": 0}
+    assert "replication.factor" in err(cluster_dict)
+    cluster_dict["replication"] = {"factr": 2}
+    assert "replication.factr: unknown key" in err(cluster_dict)
+    cluster_dict["replication"] = {"factor": 3}
+    cluster_dict["db_nodes"][2]["member"] = False  # a spare does not count
+    assert "replication.factor: 3 is more than the 2 member db nodes" in err(cluster_dict)
+
+
+def test_replication_factor_above_one_refuses_emulated_nodes(cluster_dict):
+    _emulated(cluster_dict)
+    assert parse_config(cluster_dict).replication.factor == 1  # emulated nodes are fine at factor 1
+    cluster_dict["replication"] = {"factor": 2}
+    msg = err(cluster_dict)
+    assert "replication.factor: 2 needs real db nodes, but db_nodes[0].emulator is 'emu0'" in msg
+
+
+def test_spares_hold_no_slots(cluster_dict):
+    cluster_dict["db_nodes"][1]["member"] = False
+    cluster_dict["replication"] = {"factor": 2}
+    cfg = parse_config(cluster_dict)
+    assert cfg.members() == ["db1", "db3"]
+    out = resolve(cfg)
+    assert set(out["partitions"]) == {"db1", "db3"}
+    assert all(sorted(c["nodes"]) == ["db1", "db3"] for c in out["chains"])
+    assert out["db_nodes"][1]["member"] is False
+    for d in cluster_dict["db_nodes"]:
+        d["member"] = False
+    assert "db_nodes[*].member: no db node is a member" in err(cluster_dict)
+
+
+def test_check_resolved_holds_chains_to_partitions(cluster_dict):
+    """The known-bad resolved tables: a chain whose head is not the slot's owner, a repeated
+    node, an empty chain, one longer than the factor, a spare in a chain, a missing chain."""
+    from exo_common.config import check_resolved
+    cluster_dict["replication"] = {"factor": 2}
+    out = resolve(parse_config(cluster_dict))
+    check_resolved(out)
+
+    def bad(edit, message):
+        copy = json.loads(json.dumps(out))
+        edit(copy)
+        with pytest.raises(ConfigError, match=message):
+            check_resolved(copy)
+
+    other = next(n for n in ("db1", "db2", "db3") if n not in out["chains"][5]["nodes"])
+    bad(lambda o: o["chains"][5]["nodes"].__setitem__(0, other), r"chains\[5\]\[0\]: head")
+    bad(lambda o: o["chains"][7]["nodes"].__setitem__(1, o["chains"][7]["nodes"][0]), r"chains\[7\]: repeats db node")
+    bad(lambda o: o["chains"][0].__setitem__("nodes", []), r"chains\[0\]: empty")
+    bad(lambda o: o["chains"][0]["nodes"].append(other if other not in o["chains"][0]["nodes"] else "db9"),
+        r"chains\[0\]: 3 nodes, more than replication.factor 2")
+    bad(lambda o: o["db_nodes"][2].__setitem__("member", False), r"chains\[\d+\]\[\d\]: 'db3' is not a member")
+    bad(lambda o: o["chains"].pop(), r"chains: 255 entries, partitions has 256")
+    bad(lambda o: o["chains"].__setitem__(0, ["db1"]), r"chains\[0\]: resolved to list, cluster.proto has a message")

@@ -3,7 +3,8 @@
 // node-protecting checks of cluster.cc) on arbitrary text. Bad input must end in a
 // ClusterError: any other exception escapes and libFuzzer reports it, as do sanitizer findings.
 // An accepted config must be usable by the nodes: a complete partition table pointing at real
-// db nodes, and no number a node cannot run on.
+// db nodes, one chain per slot that holds to it (cluster.h, slot_chain), and no number a node
+// cannot run on.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +25,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (c.slot_owner.size() != (size_t{1} << c.partition_bits)) std::abort();
   for (uint32_t owner : c.slot_owner)
     if (owner >= c.db_nodes.size()) std::abort();
+  // Chains: one per slot, non-empty, at most `factor` distinct member nodes, headed by the owner.
+  if (c.replication.factor == 0 || c.slot_chain.size() != c.slot_owner.size()) std::abort();
+  for (size_t s = 0; s < c.slot_chain.size(); ++s) {
+    const auto& chain = c.slot_chain[s];
+    if (chain.empty() || chain.size() > c.replication.factor || chain[0] != c.slot_owner[s]) std::abort();
+    for (size_t k = 0; k < chain.size(); ++k) {
+      if (chain[k] >= c.db_nodes.size() || !c.db_nodes[chain[k]].member) std::abort();
+      for (size_t e = 0; e < k; ++e)
+        if (chain[e] == chain[k]) std::abort();
+    }
+  }
   const auto& h = c.hot_keys;
   if (h.weights.size() != h.segments || h.segments == 0 || h.segment_ms == 0 || h.top_k == 0) std::abort();
   if (!(h.sample_rate > 0 && h.sample_rate <= 1) || !(h.confidence_z >= 0)) std::abort();

@@ -38,13 +38,32 @@ std::string with(const std::string& from, const std::string& to, std::string tex
   return text;
 }
 
-// The defaults text with partition_bits 1 and the given two-slot table.
-std::string two_slots(const std::string& table) {
-  std::string text = with("\"partition_bits\": 8", "\"partition_bits\": 1");
-  const size_t begin = text.find("\"partitions\": [");
-  const size_t end = text.find(']', begin);
-  text.replace(begin, end + 1 - begin, "\"partitions\": " + table);
-  return text;
+// The defaults file as JSON, edited by `edit`, as text again.
+template <typename Edit>
+std::string edited(Edit edit) {
+  auto j = nlohmann::json::parse(defaults_text());
+  edit(j);
+  return j.dump(1);
+}
+
+// The defaults text with partition_bits 1, the given two-slot table and, unless given, the
+// chains of factor 1 ([owner] per slot).
+std::string two_slots(const std::string& table, const std::string& chains = "") {
+  return edited([&](nlohmann::json& j) {
+    j["switch"]["partition_bits"] = 1;
+    j["partitions"] = nlohmann::json::parse(table);
+    if (!chains.empty()) {
+      j["chains"] = nlohmann::json::parse(chains);
+      return;
+    }
+    j["chains"] = nlohmann::json::array();
+    for (const auto& owner : j["partitions"]) {
+      nlohmann::json chain;
+      chain["nodes"] = nlohmann::json::array();
+      chain["nodes"].push_back(owner);
+      j["chains"].push_back(chain);
+    }
+  });
 }
 
 std::string write_tmp(const std::string& text) {
@@ -82,6 +101,15 @@ TEST(Cluster, LoadsPythonsResolvedJson) {
   for (size_t s = 0; s < c.slot_owner.size(); ++s)
     ASSERT_EQ(c.db_nodes[c.slot_owner[s]].name, j["partitions"][s].get<std::string>()) << s;
   EXPECT_EQ(c.owner(uint64_t{255} << 32).name, j["partitions"][255].get<std::string>());
+  // Factor 1: every chain is the slot's owner alone, as Python wrote it.
+  EXPECT_EQ(c.replication.factor, 1u);
+  EXPECT_TRUE(c.db_nodes[0].member && c.db_nodes[1].member);
+  ASSERT_EQ(c.slot_chain.size(), c.slot_owner.size());
+  for (size_t s = 0; s < c.slot_chain.size(); ++s) {
+    ASSERT_EQ(c.slot_chain[s], std::vector<uint32_t>{c.slot_owner[s]}) << s;
+    ASSERT_EQ(j["chains"][s]["nodes"].size(), 1u) << s;
+    ASSERT_EQ(j["chains"][s]["nodes"][0], j["partitions"][s]) << s;
+  }
 }
 
 TEST(Cluster, RoutesByTheSlotTable) {
@@ -111,6 +139,8 @@ std::vector<std::string> default_drift(const exo::Cluster& py) {
   const exo::DbNodeInfo db;
   check(db.threads == py.db_nodes.at(0).threads, "db_nodes[].threads");
   check(db.sync_writes == py.db_nodes.at(0).sync_writes, "db_nodes[].sync_writes");
+  check(db.member == py.db_nodes.at(0).member, "db_nodes[].member");
+  check(exo::ReplicationConfig{} == py.replication, "replication");
   return drift;
 }
 
@@ -122,7 +152,8 @@ TEST(Cluster, StructDefaultsArePythons) {
   auto drifted = py;  // the known-bad case: Python's threads default differing from cluster.h's
   drifted.db_nodes[0].threads = 1;
   drifted.hot_keys.weights.back() = 0.5;
-  EXPECT_EQ(default_drift(drifted), (std::vector<std::string>{"hot_keys", "db_nodes[].threads"}));
+  drifted.replication.factor = 3;
+  EXPECT_EQ(default_drift(drifted), (std::vector<std::string>{"hot_keys", "db_nodes[].threads", "replication"}));
 }
 
 TEST(Cluster, MissingFileIsAClearError) {
@@ -213,6 +244,53 @@ TEST(Cluster, EmulationFields) {
 
   expect_error(with("\"db_rate_limit_rps\": 250", "\"db_rate_limit_rps\": -1", text), "emulation.db_rate_limit_rps");
   expect_error(with("\"rate_limit_rps\": 1500.5", "\"rate_limit_rps\": -5", text), "cache_nodes[0].rate_limit_rps");
+}
+
+// two_slots(table, chains) with replication.factor 2 and a third db node, db2, that is a spare.
+std::string factor2(const std::string& table, const std::string& chains) {
+  auto j = nlohmann::json::parse(two_slots(table, chains));
+  j["replication"]["factor"] = 2;
+  j["db_nodes"].push_back(j["db_nodes"][1]);
+  j["db_nodes"][2]["name"] = "db2";
+  j["db_nodes"][2]["member"] = false;
+  return j.dump();
+}
+
+// Chains of up to two, and a spare: read as indices into db_nodes, head first.
+TEST(Cluster, ReadsChainsAndSpares) {
+  auto c = exo::parse_cluster(factor2(R"(["db1", "db0"])", R"([{"nodes": ["db1", "db0"]}, {"nodes": ["db0"]}])"), "t");
+  EXPECT_EQ(c.replication.factor, 2u);
+  EXPECT_EQ(c.slot_chain, (std::vector<std::vector<uint32_t>>{{1, 0}, {0}}));  // a short chain is allowed
+  EXPECT_EQ(c.slot_owner, (std::vector<uint32_t>{1, 0}));
+  EXPECT_FALSE(c.db_nodes[2].member);
+  EXPECT_TRUE(c.db_nodes[1].member);
+}
+
+// The known-bad chain tables: each refused with the chain named (chains[i]).
+TEST(Cluster, RefusesBadChains) {
+  const std::string owners = R"(["db1", "db0"])";
+  expect_error(factor2(owners, R"([{"nodes": ["db1", "db0"]}, {"nodes": []}])"), "chains[1]: empty");
+  expect_error(factor2(owners, R"([{"nodes": ["db1", "db1"]}, {"nodes": ["db0"]}])"), "chains[0]: repeats db node 'db1'");
+  expect_error(factor2(owners, R"([{"nodes": ["db0", "db1"]}, {"nodes": ["db0"]}])"),
+               "chains[0].nodes[0]: head 'db0', but partitions[0] is 'db1'");
+  expect_error(factor2(owners, R"([{"nodes": ["db1", "db0", "db2"]}, {"nodes": ["db0"]}])"),
+               "chains[0]: 3 nodes, more than replication.factor 2");
+  expect_error(factor2(owners, R"([{"nodes": ["db1", "db7"]}, {"nodes": ["db0"]}])"),
+               "chains[0].nodes[1]: unknown db node 'db7'");
+  expect_error(factor2(owners, R"([{"nodes": ["db1", "db2"]}, {"nodes": ["db0"]}])"),
+               "chains[0].nodes[1]: db node 'db2' is a spare (member false)");
+  expect_error(factor2(R"(["db2", "db0"])", R"([{"nodes": ["db2"]}, {"nodes": ["db0"]}])"),
+               "chains[0].nodes[0]: db node 'db2' is a spare");
+  expect_error(factor2(owners, R"([{"nodes": ["db1"]}])"), "chains: expected one chain per slot (2), found 1");
+  expect_error(factor2(owners, R"([{"nodes": ["db1"]}, ["db0"]])"), "not a resolved cluster config");
+  // At factor 1 (the defaults file), a second node is one too many.
+  expect_error(two_slots(owners, R"([{"nodes": ["db1", "db0"]}, {"nodes": ["db0"]}])"),
+               "chains[0]: 2 nodes, more than replication.factor 1");
+  expect_error(with("\"factor\": 1", "\"factor\": 0"), "replication.factor: must be >= 1");
+  expect_error(with("\"factor\": 1", "\"factor\": -1"), "replication.factor");
+  expect_error(with("\"member\": true", "\"member\": null"), "db_nodes[0].member: missing");
+  expect_error(edited([](nlohmann::json& j) { j.erase("replication"); }), "replication: missing");
+  expect_error(edited([](nlohmann::json& j) { j.erase("chains"); }), "chains: expected one chain per slot (256), found 0");
 }
 
 TEST(Cluster, ReadsAFileWrittenToDisk) {
