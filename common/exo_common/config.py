@@ -25,6 +25,13 @@ REQUEST_PREFIXES = ("aa", "ba")
 RESERVED_NAMES = ("controller", "switch")  # certificate names of the controller and the OpenFlow switch
 
 
+def check_name(v: str) -> str:
+    """A node, proxy or operator name: also its certificate name and its Mininet host name."""
+    if not NAME_RE.match(v):
+        raise ValueError("must be 1-10 chars of [a-z0-9], starting with a letter")
+    return v
+
+
 def check_metrics_address(v: str) -> str:
     """"" (no listener) or "<IPv4>:<port>": where a component serves Prometheus /metrics."""
     if v == "":
@@ -139,8 +146,10 @@ class SecuritySection(_Strict):
     @classmethod
     def _operators(cls, v: list[str]) -> list[str]:
         for name in v:
-            if not NAME_RE.match(name):
-                raise ValueError(f"{name!r}: must be 1-10 chars of [a-z0-9], starting with a letter")
+            try:
+                check_name(name)
+            except ValueError as err:
+                raise ValueError(f"{name!r}: {err}") from None
         return v
 
 
@@ -154,9 +163,7 @@ class _Node(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError("must be 1-10 chars of [a-z0-9], starting with a letter")
-        return v
+        return check_name(v)
 
     @field_validator("mac")
     @classmethod
@@ -217,9 +224,7 @@ class ProxyConfig(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError("must be 1-10 chars of [a-z0-9], starting with a letter")
-        return v
+        return check_name(v)
 
 
 class ClusterConfig(_Strict):

@@ -32,15 +32,8 @@ def _identity_channel(args, cfg, address: str, server: str) -> grpc.Channel:
     if cfg.security.insecure_dev_mode:
         # The cluster speaks plaintext (and has no CA to trust): so does every attacker.
         return grpc.insecure_channel(address)
-    cert_dir = Path(cfg.security.cert_dir)
-    if args.identity.startswith("peer:"):  # a real component's certificate, used beyond its rights
-        peer = args.identity.split(":", 1)[1]
-        ca = (cert_dir / "ca.crt").read_bytes()
-        creds = grpc.ssl_channel_credentials(ca, (cert_dir / f"{peer}.key").read_bytes(),
-                                             (cert_dir / f"{peer}.crt").read_bytes())
-        return grpc.secure_channel(address, creds, options=[("grpc.ssl_target_name_override", server)])
     proxy = cfg.proxies[0].name if cfg.proxies else "proxy0"
-    return channel(args.identity, cert_dir, address, server, proxy, Path(args.rogue_dir))
+    return channel(args.identity, Path(cfg.security.cert_dir), address, server, proxy, Path(args.rogue_dir))
 
 
 def poison(cfg, args) -> list:

@@ -5,6 +5,7 @@
     rogue       a client certificate named like a db node but signed by a CA the attacker made
     proxy       the certificate of a proxy (role proxy): what a compromised web host holds
     plaintext   no TLS at all
+    peer:NAME   a real component's own certificate, used beyond its rights
 
 The attacker dials the server's unix socket with the target-name override set to the server's
 certificate name, as an honest peer does (docs/security.md).
@@ -26,10 +27,11 @@ def channel(identity: str, cert_dir: Path, address: str, server_name: str, proxy
     ca = (cert_dir / "ca.crt").read_bytes()
     if identity == "nocert":
         creds = grpc.ssl_channel_credentials(root_certificates=ca)
-    elif identity == "proxy":
+    elif identity == "proxy" or identity.startswith("peer:"):
+        name = proxy_name if identity == "proxy" else identity.split(":", 1)[1]
         creds = grpc.ssl_channel_credentials(
-            root_certificates=ca, private_key=(cert_dir / f"{proxy_name}.key").read_bytes(),
-            certificate_chain=(cert_dir / f"{proxy_name}.crt").read_bytes())
+            root_certificates=ca, private_key=(cert_dir / f"{name}.key").read_bytes(),
+            certificate_chain=(cert_dir / f"{name}.crt").read_bytes())
     elif identity == "rogue":
         key, crt = rogue_certificate(rogue_dir, "db0")
         creds = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=crt)

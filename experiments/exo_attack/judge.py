@@ -54,10 +54,12 @@ class Judge:
             time.sleep(0.3)
         after = self.counter(attack)
         delta = None if before is None or after is None else after - before
+        counted = bool(delta and delta > 0)
+        # refused_by names a component only when its own counter shows it did the refusing
         return {"name": attack.name, "refused": not got_through,
-                "refused_by": attack.refuser if not got_through else None,
+                "refused_by": attack.refuser if not got_through and counted else None,
                 "counter": f"{attack.refuser}.{attack.counter}" if ":" not in attack.counter else attack.counter,
-                "counter_delta": delta, "counted": bool(delta and delta > 0),
+                "counter_delta": delta, "counted": counted,
                 "evidence": evidence}
 
     def _out(self) -> Path:

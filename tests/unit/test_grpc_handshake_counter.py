@@ -22,16 +22,15 @@ from pathlib import Path
 
 import grpc
 import pytest
-import yaml
 
 from conftest_ci import missing_or_fail
-from exo_common.config import parse_config
-from exo_common.pki import init_pki, issue_leaf, new_ca, write_pair
+from exo_common.pki import issue_leaf, new_ca, write_pair
 from exo_controller.grpc_handshake_counter import (STAT, Throttle, _SEVERITY, grpc_floor, refusal_reason, relay,
                                                     shown)
 from exo_topo.grpc_clients import Stubs
 from exoproto import control_pb2 as pb
 from exoproto import control_pb2_grpc as rpc
+from tls_controller import tls_controller_config
 
 REPO = Path(__file__).resolve().parents[2]
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -178,13 +177,7 @@ def controller(request, cluster_dict, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cluster_dict["controller"].update(openflow_host="127.0.0.1", openflow_port=port,
-                                      grpc=f"unix:{tmp_path}/controller.sock", heartbeat_interval_ms=1000)
-    cluster_dict["security"] = {"cert_dir": str(tmp_path / "pki")}
-    cfg = parse_config(cluster_dict)
-    init_pki(cfg.roles(), cfg.cluster.name, cfg.security.cert_dir)
-    path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump(cfg.model_dump()))
+    cfg, path = tls_controller_config(cluster_dict, tmp_path, port)
     env = dict(os.environ)
     env.pop("GRPC_VERBOSITY", None)
     if request.param != "unset":

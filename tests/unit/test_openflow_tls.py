@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from exo_common.config import parse_config
 from exo_common.pki import init_pki, issue_leaf, new_ca, write_pair
 from exo_controller.openflow_tls import accept_switch, server_context, switch_refusal
 from exo_controller.tls_socket import SerializedTlsSocket
 from exo_topo.grpc_clients import Stubs
+from tls_controller import tls_controller_config
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = struct.Struct("!BBHI")
@@ -203,13 +203,7 @@ class FakeSwitch:
 @pytest.fixture
 def controller(cluster_dict, tmp_path):
     port = free_port()
-    cluster_dict["controller"].update(openflow_host="127.0.0.1", openflow_port=port,
-                                      grpc=f"unix:{tmp_path}/controller.sock", heartbeat_interval_ms=1000)
-    cluster_dict["security"] = {"cert_dir": str(tmp_path / "pki")}
-    cfg = parse_config(cluster_dict)
-    init_pki(cfg.roles(), cfg.cluster.name, cfg.security.cert_dir)
-    path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump(cfg.model_dump()))
+    cfg, path = tls_controller_config(cluster_dict, tmp_path, port)
     log = open(tmp_path / "controller.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "exo_controller", "--config", str(path)], cwd=REPO,
                             stdout=log, stderr=subprocess.STDOUT)
