@@ -18,6 +18,14 @@ PREFIX_OTHER = 0xBA  # PUT/DELETE and forwarded GETs: Ruleset 3 only
 # Ruleset 3 rule per slot serves GETs and writes (docs/switch-rules.md).
 PREFIX_BOTH_MASK = 0xFF & ~(PREFIX_GET ^ PREFIX_OTHER)
 
+# Chain replication (docs/design/replication.md, 2.3): GETs a cache node forwards get their own
+# prefix so the switch can send them to a slot's read server (tail) and writes to its head.
+# 0xAE differs from 0xAA only in bit 2 (0x04); 0xBE is never sent.
+PREFIX_FORWARDED = 0xAE
+PREFIX_ANY_MASK = 0xEB    # rf 1: one rule per slot matches AA, AE, BA (and the unused BE)
+PREFIX_READ_MASK = 0xFB   # rf > 1 read rule: AA and AE -> the read server
+PREFIX_WRITE_MASK = 0xFF  # rf > 1 write rule: BA only -> the head
+
 
 def key_hash(key: bytes) -> int:
     """40-bit hash carried in the low 5 bytes of the destination MAC."""
