@@ -31,5 +31,6 @@ function(exo_add_mutant name base)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${bin})
 endfunction()
 
-exo_add_mutant(exo-db-node-mutant exo-db-node src/propagator.cc)        # --fault skip-prepare
+exo_add_mutant(exo-db-node-mutant exo-db-node src/propagator.cc         # --fault skip-prepare
+               src/replication/chain_runtime.cc)                          # --fault ack-at-head
 exo_add_mutant(exo-cache-node-mutant exo-cache-node src/control_tx.cc)  # --fault serve-stale

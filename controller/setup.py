@@ -15,7 +15,9 @@ from setuptools.command.build_py import build_py
 
 PROTO_ROOT = Path(__file__).resolve().parent.parent / "proto"
 # .proto file (under PROTO_ROOT) -> whether it has gRPC services (then *_pb2_grpc.py too)
-PROTOS = {"exoproto/control.proto": True, "exoproto/cluster.proto": False}
+PROTOS = {"exoproto/control.proto": True, "exoproto/cluster.proto": False,
+          # etcd's API subset the controllers speak to etcd with (proto/etcd/README.md)
+          "etcd/kv.proto": False, "etcd/rpc.proto": True}
 
 
 def generate_stubs(out: Path) -> list[Path]:

@@ -5,9 +5,10 @@ The file is committed: it is the contract both implementations are tested agains
 (tests/unit/test_wire_vectors.py and common/cpp/tests/wire_vectors_test.cc). Only rerun this
 when the wire format changes on purpose, and review the diff.
 
-It holds: the constants (key-hash width, prefixes, magic, opcodes, flags) and the byte layout
-of the 62-byte header, which each language defines once and checks against this file; key-hash
-vectors (hash, request MACs, request IPv4 destination); good frames (requests to their key's
+It holds: the constants (key-hash width, prefixes, Ruleset 3's first-byte masks, magic, opcodes,
+flags) and the byte layout of the 62-byte header, which each language defines once and checks
+against this file; key-hash vectors (hash, request MACs of the three prefixes, request IPv4
+destination); good frames (requests to their key's
 request_ip, replies to the client's IP) (one with a computed UDP checksum, one whose computed checksum is 0 and is
 sent as 0xFFFF); malformed frames, each with the reason both parsers must give; and GETs
 before and after a cache node's forward rewrite.
@@ -19,8 +20,8 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "client-lib"))
 from exoskeleton import keyhash, wire  # noqa: E402
-from exoskeleton.keyhash import (PREFIX_GET, PREFIX_OTHER, key_hash, mac_str, request_ip,  # noqa: E402
-                                 request_mac)
+from exoskeleton.keyhash import (PREFIX_FORWARDED, PREFIX_GET, PREFIX_OTHER, key_hash, mac_str,  # noqa: E402
+                                 request_ip, request_mac)
 
 KEYS = [b"a", b"key:0", b"user:12345", b"\x00\xff\x10", b"x" * 250, "ключ".encode()]
 
@@ -60,10 +61,10 @@ def with_udp_checksum(frame: bytearray) -> bytearray:
 
 
 def forwarded(frame: bytes) -> bytes:
-    """What a cache node forwards, computed the slow way: prefix 0xBA, FORWARDED set, and a
+    """What a cache node forwards, computed the slow way: prefix 0xAE, FORWARDED set, and a
     UDP checksum recomputed over the whole datagram (the node updates it incrementally)."""
     b = bytearray(frame)
-    b[wire.OFFSET["eth_dst"]] = PREFIX_OTHER
+    b[wire.OFFSET["eth_dst"]] = PREFIX_FORWARDED
     b[wire.OFFSET["flags"]] |= wire.FLAG_FORWARDED
     if struct.unpack_from("!H", b, wire.OFFSET["udp_checksum"])[0] != 0:
         with_udp_checksum(b)
@@ -74,6 +75,7 @@ def main():
     hashes = [{"key_hex": k.hex(), "hash40": key_hash(k),
                "get_mac": mac_str(request_mac(PREFIX_GET, key_hash(k))),
                "other_mac": mac_str(request_mac(PREFIX_OTHER, key_hash(k))),
+               "forwarded_mac": mac_str(request_mac(PREFIX_FORWARDED, key_hash(k))),
                "request_ip": ip_str(request_ip(key_hash(k)))} for k in KEYS]
     M = wire.Message
     get = M(wire.OP_GET, 0, 0, 0xC0FFEE, 1, b"user:12345")
@@ -159,7 +161,9 @@ def main():
                    "Read by tests/unit/test_wire_vectors.py and common/cpp/tests/wire_vectors_test.cc.",
         "constants": {
             "hash_bits": keyhash.HASH_BITS, "prefix_get": PREFIX_GET, "prefix_other": PREFIX_OTHER,
-            "prefix_both_mask": keyhash.PREFIX_BOTH_MASK, "magic": wire.MAGIC,
+            "prefix_forwarded": PREFIX_FORWARDED, "prefix_any_mask": keyhash.PREFIX_ANY_MASK,
+            "prefix_read_mask": keyhash.PREFIX_READ_MASK, "prefix_write_mask": keyhash.PREFIX_WRITE_MASK,
+            "magic": wire.MAGIC,
             "version": wire.VERSION, "max_key_len": wire.MAX_KEY_LEN,
             "op_get": wire.OP_GET, "op_put": wire.OP_PUT, "op_delete": wire.OP_DELETE,
             "op_reply": wire.OP_REPLY, "flag_from_cache": wire.FLAG_FROM_CACHE,

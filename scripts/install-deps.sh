@@ -32,6 +32,9 @@ APT_PACKAGES=(
   # own instance on a free port, whatever the package's service does) and promtool, which checks
   # every page and the Grafana dashboard's queries
   prometheus
+  # controller failover (docs/etcd.md): the controllers' replicated store and election. Tests and
+  # the emulation start their own `etcd` (exo_topo/etcd.py), never the package's service
+  etcd-server etcd-client
 )
 
 missing=()
@@ -88,4 +91,11 @@ fi
 if [ ! -f proto/exoproto/cluster_pb2.py ] || [ proto/exoproto/cluster.proto -nt proto/exoproto/cluster_pb2.py ]; then
   echo "==> generating Python stubs for cluster.proto"
   .venv/bin/python -m grpc_tools.protoc -I proto --python_out=proto proto/exoproto/cluster.proto
+fi
+# etcd's gRPC API subset (proto/etcd/README.md), for exo_common.etcd.
+if [ ! -f proto/etcd/rpc_pb2_grpc.py ] || [ proto/etcd/rpc.proto -nt proto/etcd/rpc_pb2_grpc.py ] \
+   || [ proto/etcd/kv.proto -nt proto/etcd/kv_pb2.py ]; then
+  echo "==> generating Python stubs for proto/etcd"
+  .venv/bin/python -m grpc_tools.protoc -I proto --python_out=proto proto/etcd/kv.proto
+  .venv/bin/python -m grpc_tools.protoc -I proto --python_out=proto --grpc_python_out=proto proto/etcd/rpc.proto
 fi

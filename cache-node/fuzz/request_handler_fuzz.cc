@@ -68,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (frames[i].action != Action::kDrop && (frames[i].truncated || frames[i].len > self.max_frame))
       std::abort();
     if (frames[i].action == Action::kReply && frames[i].out_len > self.max_frame) std::abort();
-    if (frames[i].action == Action::kForward && frames[i].data[0] != exo::kPrefixOther) std::abort();
+    if (frames[i].action == Action::kForward && frames[i].data[0] != exo::kPrefixForwarded) std::abort();
     if (frames[i].action == Action::kForward) {
       exo::wire::FrameView v{};
       if (exo::wire::parse({frames[i].data, frames[i].len}, v) != exo::wire::ParseError::kNone)

@@ -4,10 +4,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <unordered_set>
 
+#include "controller_choice.h"
+#include "log.h"
 #include "lru_map.h"
 
 namespace exo::cache {
@@ -69,11 +72,32 @@ exo::DbNode::Stub& GrpcPeers::db_stub(uint32_t index) {
   return *s;
 }
 
-exo::Controller::Stub& GrpcPeers::controller_stub() {
+exo::Controller::Stub& GrpcPeers::controller_stub(size_t* index) {
   std::lock_guard lock(mu_);
-  if (!controller_)
-    controller_ = exo::Controller::NewStub(security_->channel(cluster_.controller_grpc, kControllerCertName));
-  return *controller_;
+  // Every instance presents the one `controller` certificate (docs/design/replication.md, 5.4).
+  const size_t n = std::max<size_t>(1, cluster_.controllers.size());
+  if (controllers_.size() < n) controllers_.resize(n);
+  if (controller_index_ >= n) controller_index_ = 0;
+  auto& s = controllers_[controller_index_];
+  if (!s) {
+    const std::string& address = cluster_.controllers.empty() ? cluster_.controller_grpc
+                                                              : cluster_.controllers[controller_index_].grpc;
+    s = exo::Controller::NewStub(security_->channel(address, kControllerCertName));
+  }
+  if (index != nullptr) *index = controller_index_;
+  return *s;
+}
+
+void GrpcPeers::controller_answered(size_t index, const grpc::Status& st) {
+  std::lock_guard lock(mu_);
+  if (index != controller_index_) return;  // another call moved on already
+  const size_t next = controller_after(cluster_.controllers, index,
+                                       st.error_code() == grpc::StatusCode::UNAVAILABLE,
+                                       st.error_code() == grpc::StatusCode::FAILED_PRECONDITION, st.error_message());
+  if (next != index)
+    LOG_INFO("controller %s answered %s; asking %s next", cluster_.controllers[index].name.c_str(),
+             st.error_message().c_str(), cluster_.controllers[next].name.c_str());
+  controller_index_ = next;
 }
 
 namespace {
@@ -132,18 +156,29 @@ RuleOutcome GrpcPeers::change_rules(const std::vector<KeyRate>& keys, bool add, 
     r->set_load(k.rate);
   }
   CacheRulesReply rep;
-  Call call(*this, no_wait ? kRpcDeadline : kRuleWaitDeadline);
-  auto& stub = controller_stub();
-  const grpc::Status st = add ? stub.AddCacheRules(call.ctx(), req, &rep)
-                              : stub.RemoveCacheRules(call.ctx(), req, &rep);
+  grpc::Status st;
+  // A standby refuses (FAILED_PRECONDITION, naming the master) and an unreachable instance
+  // never got the request: both are safe to send on, so try each instance at most once.
+  for (size_t tries = 0, n = std::max<size_t>(1, cluster_.controllers.size()); tries < n; ++tries) {
+    rep.Clear();
+    Call call(*this, no_wait ? kRpcDeadline : kRuleWaitDeadline);
+    size_t index = 0;
+    auto& stub = controller_stub(&index);
+    st = add ? stub.AddCacheRules(call.ctx(), req, &rep) : stub.RemoveCacheRules(call.ctx(), req, &rep);
+    controller_answered(index, st);
+    if (st.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        st.error_code() != grpc::StatusCode::FAILED_PRECONDITION)
+      break;
+  }
   const char* what = add ? "Controller.AddCacheRules" : "Controller.RemoveCacheRules";
-  // UNAVAILABLE: the request never reached the controller, so it is safe to send again. Any
-  // other failure (a deadline, say) may have been applied: not resending risks a rule that is
-  // missing or left over, each only a cache miss or a wasted slot; resending risks a reference
-  // nobody removes.
+  // UNAVAILABLE: the request never reached the controller, and FAILED_PRECONDITION: a standby
+  // refused it unapplied, so either is safe to send again. Any other failure (a deadline, say)
+  // may have been applied: not resending risks a rule that is missing or left over, each only a
+  // cache miss or a wasted slot; resending risks a reference nobody removes.
   if (!st.ok())
     return {std::string(what) + ": " + st.error_message(),
-            st.error_code() != grpc::StatusCode::UNAVAILABLE};
+            st.error_code() != grpc::StatusCode::UNAVAILABLE &&
+                st.error_code() != grpc::StatusCode::FAILED_PRECONDITION};
   // A node the controller counts as out of the cluster (it declared us dead and we have not
   // finished rejoining) gets every add rejected and nothing counted: resending later is safe,
   // and needed, or the keys would stay cached with no rule.

@@ -71,7 +71,11 @@ class GrpcPeers final : public Peers {
  private:
   class Call;  // a ClientContext registered for cancel_all()
   exo::DbNode::Stub& db_stub(uint32_t index);
-  exo::Controller::Stub& controller_stub();
+  // The stub of the instance we currently ask (cluster.controllers[controller_index_]); one
+  // channel per instance, made when first needed.
+  exo::Controller::Stub& controller_stub(size_t* index = nullptr);
+  // After `index` answered with `st`: move to the master it named or to the next instance.
+  void controller_answered(size_t index, const grpc::Status& st);
   RuleOutcome change_rules(const std::vector<KeyRate>& keys, bool add, bool no_wait);
 
   const Cluster& cluster_;
@@ -80,7 +84,8 @@ class GrpcPeers final : public Peers {
 
   std::mutex mu_;  // guards the stubs and the live calls
   std::vector<std::unique_ptr<exo::DbNode::Stub>> db_stubs_;
-  std::unique_ptr<exo::Controller::Stub> controller_;
+  std::vector<std::unique_ptr<exo::Controller::Stub>> controllers_;
+  size_t controller_index_ = 0;
   std::set<grpc::ClientContext*> live_;
   bool cancelled_ = false;
 };

@@ -18,8 +18,8 @@ Verdict classify(std::span<const uint8_t> frame, const SelfInfo& self, wire::Fra
     case wire::Screen::kMalformed: return Verdict::kMalformed;
     case wire::Screen::kRequest: break;
   }
-  // Only GET requests are routed to cache nodes (Ruleset 2 matches prefix 0xAA only). A PUT or
-  // a 0xBA frame here is a misroute: drop it rather than guess.
+  // Only GET requests are routed to cache nodes (Ruleset 2 matches prefix 0xAA only). A PUT, or
+  // a 0xBA or 0xAE (forwarded: a loop) frame here is a misroute: drop it rather than guess.
   if (view.opcode != wire::kGet || view.eth_dst[0] != kPrefixGet) return Verdict::kMalformed;
   return Verdict::kGet;
 }

@@ -31,7 +31,7 @@ enum class Verdict : uint8_t { kIgnore, kMalformed, kGet };
 enum class Action : uint8_t {
   kDrop,     // free the buffer (ignored or malformed)
   kReply,    // buffer now holds the reply, out_len bytes
-  kForward,  // buffer rewritten to prefix 0xBA + FORWARDED, same length
+  kForward,  // buffer rewritten to prefix 0xAE + FORWARDED, same length
 };
 
 struct FrameRef {
@@ -49,7 +49,7 @@ struct FrameRef {
 Verdict classify(std::span<const uint8_t> frame, const SelfInfo& self, wire::FrameView& view);
 
 // Rewrites a GET so switch Ruleset 3 (not Ruleset 2) takes it to the owning db node
-// (wire::mark_forwarded: prefix 0xBA, FORWARDED, a UDP checksum kept valid).
+// (wire::mark_forwarded: prefix 0xAE, FORWARDED, a UDP checksum kept valid).
 void make_forward(uint8_t* frame);
 
 // Phase 3 for one classified GET. Caller holds the map lock.

@@ -94,13 +94,13 @@ TEST(RequestHandler, HitIsAnsweredInPlace) {
   EXPECT_EQ(h.state.map.find("user:1")->hits, 1u);
 }
 
-TEST(RequestHandler, MissIsForwardedWithPrefixBA) {
+TEST(RequestHandler, MissIsForwardedWithPrefixAE) {
   Harness h;
   Frame f = make_request("nope");
   const Bytes before(f.buf.begin(), f.buf.begin() + f.len);
   ASSERT_EQ(h.run(f), Action::kForward);
   EXPECT_EQ(h.last_out_len, f.len);
-  EXPECT_EQ(f.buf[0], 0xBA);
+  EXPECT_EQ(f.buf[0], exo::kPrefixForwarded);
   EXPECT_EQ(f.buf[wire::off::kFlags], wire::kForwarded);
   // Nothing else changed: the key hash bytes, src MAC (the db node replies to the client), rest
   // (the UDP checksum is 0, "none", and stays so).
@@ -134,7 +134,7 @@ TEST(RequestHandler, PendingKeyIsForwardedUntilCommit) {
   h.state.keys.prepare("k", 5, false, "new");
   Frame f = make_request("k");
   EXPECT_EQ(h.run(f), Action::kForward);
-  EXPECT_EQ(f.buf[0], 0xBA);
+  EXPECT_EQ(f.buf[0], exo::kPrefixForwarded);
   h.state.keys.commit("k", 5, false);
   Frame g = make_request("k");
   ASSERT_EQ(h.run(g), Action::kReply);
@@ -148,7 +148,7 @@ TEST(RequestHandler, ReplyThatDoesNotFitIsForwarded) {
   h.state.map.insert("big", std::string(1000, 'x'), nullptr);
   Frame f = make_request("big");
   EXPECT_EQ(h.run(f, /*cap=*/200), Action::kForward);
-  EXPECT_EQ(f.buf[0], 0xBA);
+  EXPECT_EQ(f.buf[0], exo::kPrefixForwarded);
   EXPECT_EQ(h.c.forwarded_misses, 1u);
 }
 
@@ -177,6 +177,7 @@ TEST(RequestHandler, MalformedFramesAreDroppedAndCounted) {
   bad.push_back(make_request("k", wire::kPut, exo::kPrefixOther, kClientMac, 7777, "v"));  // PUT
   bad.push_back(make_request("k", wire::kGet | wire::kReplyBit));                          // a reply
   bad.push_back(make_request("k", wire::kGet, exo::kPrefixOther));  // 0xBA GET: not for a cache
+  bad.push_back(make_request("k", wire::kGet, exo::kPrefixForwarded));  // forwarded: a loop
   for (auto& f : bad) EXPECT_EQ(h.run(f), Action::kDrop);
   EXPECT_EQ(h.c.malformed_dropped, bad.size());
   EXPECT_EQ(h.c.gets, 0u);

@@ -1,7 +1,7 @@
 """Smoke-test client: drives a running cache node over gRPC and raw frames on IFACE.
 
     smoke_client.py IFACE CACHE_GRPC CACHE_MAC
-Sends GETs from an AF_PACKET socket, checks: a miss comes back with prefix 0xBA + FORWARDED,
+Sends GETs from an AF_PACKET socket, checks: a miss comes back with prefix 0xAE + FORWARDED,
 a hit (after Cache()) is answered in place with FROM_CACHE and the value, malformed frames are
 counted, DropEntries makes the key miss again. Exits non-zero on the first failed check.
 """
@@ -60,7 +60,7 @@ def stats():
 
 miss = get(b"hot1")
 check(miss is not None, "miss came back")
-check(miss[0] == 0xBA, "miss forwarded with prefix 0xBA")
+check(miss[0] == 0xAE, "miss forwarded with prefix 0xAE")
 f = wire.decode_frame(miss)
 check(f.msg.flags & wire.FLAG_FORWARDED, "FORWARDED flag set")
 check(f.eth_src == CLIENT_MAC, "src MAC still the client's")
@@ -79,7 +79,7 @@ check(f.msg.value == b"V:hot1" and f.msg.seq == seq and f.udp_dst == 40000, "rep
 
 p = stub.Prepare(pb.PrepareRequest(key=b"hot1", txid=5, value=b"new"), timeout=2)
 check(p.ok and p.cached, "Prepare on held key")
-check(get(b"hot1")[0] == 0xBA, "pending key forwarded")
+check(get(b"hot1")[0] == 0xAE, "pending key forwarded")
 check(stub.Commit(pb.TxRequest(key=b"hot1", txid=5), timeout=2).ok, "Commit")
 check(wire.decode_frame(get(b"hot1")).msg.value == b"new", "committed value served")
 
@@ -96,7 +96,7 @@ time.sleep(0.3)
 check(stats()["malformed_dropped"] - before == 3, "3 malformed frames counted")
 
 stub.DropEntries(pb.KeysRequest(keys=[b"hot1"]), timeout=2)
-check(get(b"hot1")[0] == 0xBA, "after DropEntries the GET is forwarded")
+check(get(b"hot1")[0] == 0xAE, "after DropEntries the GET is forwarded")
 ev = stub.Evict(pb.KeysRequest(keys=[b"hot1"]), timeout=5)
 check(not ev.error, "Evict() of a dropped key talks to controller + db without error")
 s = stats()

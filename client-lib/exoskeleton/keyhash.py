@@ -13,18 +13,21 @@ HASH_BITS = 40
 HASH_MASK = (1 << HASH_BITS) - 1
 
 PREFIX_GET = 0xAA    # GETs: may match Ruleset 2 (a cache node)
-PREFIX_OTHER = 0xBA  # PUT/DELETE and forwarded GETs: Ruleset 3 only
-# The prefixes differ only in bit 4 (0x10): a first-byte mask of 0xEF matches both, so one
-# Ruleset 3 rule per slot serves GETs and writes (docs/switch-rules.md).
-PREFIX_BOTH_MASK = 0xFF & ~(PREFIX_GET ^ PREFIX_OTHER)
+PREFIX_OTHER = 0xBA  # PUT/DELETE: Ruleset 3 only
 
-# Chain replication (docs/design/replication.md, 2.3): GETs a cache node forwards get their own
-# prefix so the switch can send them to a slot's read server (tail) and writes to its head.
-# 0xAE differs from 0xAA only in bit 2 (0x04); 0xBE is never sent.
+# GETs a cache node forwards get their own prefix (docs/design/replication.md, 2.3), so the
+# switch can send them to a slot's read server (tail) and writes to its head. 0xAE differs from
+# 0xAA only in bit 2 (0x04), 0xBA only in bit 4 (0x10); 0xBE is never sent. The first-byte
+# masks of Ruleset 3 (docs/switch-rules.md, "Request prefixes and masks"):
 PREFIX_FORWARDED = 0xAE
 PREFIX_ANY_MASK = 0xEB    # rf 1: one rule per slot matches AA, AE, BA (and the unused BE)
 PREFIX_READ_MASK = 0xFB   # rf > 1 read rule: AA and AE -> the read server
 PREFIX_WRITE_MASK = 0xFF  # rf > 1 write rule: BA only -> the head
+# The rf-1 mask before forwarded GETs had their own prefix (AA and BA only). Nothing matches
+# with it any more; kept while exo_controller.flows still imports it.
+PREFIX_BOTH_MASK = 0xFF & ~(PREFIX_GET ^ PREFIX_OTHER)
+# Every first byte a request of the cluster carries (C++ wire::is_request_mac).
+REQUEST_PREFIXES = (PREFIX_GET, PREFIX_FORWARDED, PREFIX_OTHER)
 
 
 def key_hash(key: bytes) -> int:

@@ -23,8 +23,8 @@ ST_OK, ST_NOT_FOUND, ST_ERROR, ST_BAD_REQUEST, ST_BUSY = 0, 1, 2, 3, 4
 
 FLAG_FROM_CACHE = 0x01
 FLAG_FORWARDED = 0x02  # requests only: a GET a cache node forwarded; no reply carries it
-# The DSCP the switch writes on frames with prefix 0xBA from a cache node's port; a db node
-# serves a GET with prefix 0xBA or FORWARDED only with it (C++ wire::kForwardedDscp).
+# The DSCP the switch writes on frames with prefix 0xAE from a cache node's port; a db node
+# serves a GET with prefix 0xAE (or 0xBA) or FORWARDED only with it (C++ wire::kForwardedDscp).
 FORWARDED_DSCP = 0x2B
 
 MAX_KEY_LEN = 250

@@ -176,6 +176,16 @@ Cluster to_cluster(const config::ResolvedCluster& m, const std::string& source) 
   if (!(c.rule_update_rate > 0)) bad(source, "switch.rule_update_rate", "must be > 0");
   c.controller_grpc = m.controller().grpc();
   c.controller_metrics = m.controller().metrics();
+  for (int i = 0; i < m.controller().instances_size(); ++i) {
+    const auto& x = m.controller().instances(i);
+    const std::string where = "controller.instances[" + std::to_string(i) + "]";
+    if (x.name().empty()) bad(source, where + ".name", "empty");
+    if (x.grpc().empty()) bad(source, where + ".grpc", "empty");
+    for (const auto& prev : c.controllers)
+      if (prev.name == x.name()) bad(source, where + ".name", "'" + x.name() + "' named twice");
+    c.controllers.push_back({x.name(), x.grpc()});
+  }
+  if (c.controllers.empty()) bad(source, "controller.instances", "empty; a resolved config lists every controller");
   c.security.insecure_dev_mode = m.security().insecure_dev_mode();
   c.security.cert_dir = m.security().cert_dir();
   c.security.operators.assign(m.security().operators().begin(), m.security().operators().end());

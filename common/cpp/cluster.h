@@ -58,6 +58,14 @@ struct DbNodeInfo : NodeInfo {
 };
 
 // proxies[]: an exo-proxy speaking for one client host (docs/proxy.md).
+// One controller process (controller.instances[]; docs/design/replication.md, 5.4). Every
+// instance presents the `controller` certificate; one of them is master at a time.
+struct ControllerInstanceInfo {
+  std::string name;
+  std::string grpc;
+  bool operator==(const ControllerInstanceInfo&) const = default;
+};
+
 struct ProxyInfo {
   std::string name;
   std::string client;   // a clients[] name
@@ -130,6 +138,9 @@ struct Cluster {
   double rule_update_rate = 50.0;  // switch.rule_update_rate: R, flow-mods/s the switch accepts
   std::string controller_grpc;
   std::string controller_metrics;  // controller.metrics
+  // Every controller process, in config order (never empty: a config without instances[]
+  // resolves to its one instance). A cache node asks whichever is master (peers.cc).
+  std::vector<ControllerInstanceInfo> controllers;
   SecurityConfig security;
   HotKeysConfig hot_keys;
   CacheFillConfig cache_fill;

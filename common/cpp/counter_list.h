@@ -27,7 +27,7 @@
   X(gets, COUNTER, "well-formed GET requests")                                                   \
   X(hits, COUNTER, "GETs answered from memory")                                                  \
   X(forwarded_misses, COUNTER,                                                                   \
-    "GETs forwarded to the db node, prefix 0xAA -> 0xBA (not cached, or pending a write)")       \
+    "GETs forwarded to the db node, prefix 0xAA -> 0xAE (not cached, or pending a write)")       \
   X(requests_served, COUNTER, "replies sent by this node")                                       \
   X(rate_limited, COUNTER,                                                                       \
     "frames dropped on arrival by cache_nodes[].rate_limit_rps (scaled experiments; 0 on a "    \
@@ -87,8 +87,8 @@
     "GETs a cache node forwarded (FORWARDED flag): a rule that outlived its entry, or a pending "  \
     "write")                                                                                        \
   X(forwarded_unmarked_dropped, COUNTER,                                                            \
-    "GETs with prefix 0xBA or FORWARDED but without the DSCP the switch writes on cache-node "     \
-    "ports: a client posing as a cache node; refused (BAD_REQUEST)")                                \
+    "GETs with prefix 0xAE, 0xBA or FORWARDED but without the DSCP the switch writes on "          \
+    "cache-node ports: a client posing as a cache node; refused (BAD_REQUEST)")                     \
   X(errors, COUNTER, "requests answered ERROR, and failed reads or marks during Fetch")             \
   X(writes_propagated, COUNTER, "writes to cached keys committed on the cache node (Prepare/Commit)") \
   X(requests_served, COUNTER, "replies sent")                                                       \
@@ -121,7 +121,26 @@
   X(tls_handshake_refused, COUNTER,                                                                 \
     "TLS handshakes this process refused (gRPC's log line, common/cpp/grpc_log_hook.h): a "         \
     "certificate of another CA (a caller's, or as a client a server's), or a peer not speaking "    \
-    "TLS (plaintext); in an exo-emulator the whole process's, the same in every hosted node")
+    "TLS (plaintext); in an exo-emulator the whole process's, the same in every hosted node")      \
+  X(not_head_dropped, COUNTER,                                                                      \
+    "writes of a slot this node replicates but is not the head of (replication.factor > 1): "      \
+    "dropped without a reply; the client resends, and the switch sends writes to the head")        \
+  X(not_reader_busy, COUNTER,                                                                       \
+    "GETs of a slot whose read server (the chain's tail) is another node: answered BUSY")          \
+  X(chain_writes, COUNTER,                                                                          \
+    "writes this node passed down a chain as head and had acknowledged by every later member")     \
+  X(chain_forward_failed, COUNTER,                                                                  \
+    "forwards to the next chain member that failed or timed out: the write stays uncommitted "     \
+    "here (no reply) until a resend or the replication resolver gets it acknowledged")            \
+  X(replicated_applied, COUNTER, "writes applied from the predecessor's Replicate")                 \
+  X(replicated_duplicates, COUNTER,                                                                 \
+    "Replicate calls whose request id this node had applied already: passed on, not applied again") \
+  X(replicate_refused, COUNTER,                                                                     \
+    "Replicate calls from a node that is not this node's predecessor for the slot: refused, "     \
+    "nothing applied")                                                                              \
+  X(replication_pending, GAUGE,                                                                     \
+    "writes applied here whose acknowledgement from the rest of the chain is outstanding (set in " \
+    "the chain runtime's block only)")
 
 // Gauges read at Stats() time, after the blocks' sums.
 #define EXO_DB_GAUGES(X) X(cached_keys, GAUGE, "keys a cache node currently holds from this node")

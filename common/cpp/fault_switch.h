@@ -24,6 +24,10 @@ namespace exo::fault {
 //     write is dropped, the old value served again) while the db node is told it committed.
 inline constexpr std::string_view kSkipPrepare = "skip-prepare";
 inline constexpr std::string_view kServeStale = "serve-stale";
+//   ack-at-head (db node, replication/chain_runtime.cc): at replication factor > 1 the head
+//     answers a write OK before the rest of its chain has it (the forward is left to the
+//     resolver's next round), so the tail can serve an older value after the acknowledgement.
+inline constexpr std::string_view kAckAtHead = "ack-at-head";
 
 // The fault this process runs with ("" = none). Set once by main() before any thread starts and
 // never changed afterwards, so the hooks read it without a lock.

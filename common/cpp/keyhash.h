@@ -12,8 +12,14 @@ namespace exo {
 
 inline constexpr int kHashBits = 40;
 inline constexpr uint64_t kHashMask = (uint64_t{1} << kHashBits) - 1;
-inline constexpr uint8_t kPrefixGet = 0xAA;    // GETs: may match Ruleset 2 (cache)
-inline constexpr uint8_t kPrefixOther = 0xBA;  // PUT/DELETE and forwarded GETs: Ruleset 3 only
+inline constexpr uint8_t kPrefixGet = 0xAA;        // GETs: may match Ruleset 2 (cache)
+inline constexpr uint8_t kPrefixOther = 0xBA;      // PUT/DELETE: Ruleset 3 only
+inline constexpr uint8_t kPrefixForwarded = 0xAE;  // GETs a cache node forwards: Ruleset 3 only
+// First-byte masks of the Ruleset 3 rules (docs/switch-rules.md, "Request prefixes and masks").
+// 0xAA, 0xAE, 0xBA differ in bits 2 (0x04) and 4 (0x10) only; 0xBE is never sent.
+inline constexpr uint8_t kPrefixAnyMask = 0xEB;    // rf 1: AA, AE, BA (and BE) -> the owner
+inline constexpr uint8_t kPrefixReadMask = 0xFB;   // rf > 1: AA, AE -> the read server (tail)
+inline constexpr uint8_t kPrefixWriteMask = 0xFF;  // rf > 1: BA -> the head
 
 using Mac = std::array<uint8_t, 6>;
 

@@ -260,7 +260,7 @@ void mark_forwarded(uint8_t* frame) {
   FrameHeader* h = header_of(frame);
   // status and flags form one 16-bit word of the checksummed data (payload offset 4: even).
   const uint16_t old_word = native16(&h->exo.status);
-  h->eth.dst[0] = kPrefixOther;  // not checksummed
+  h->eth.dst[0] = kPrefixForwarded;  // not checksummed
   h->exo.flags |= kForwarded;
   if (h->udp.checksum.get() == 0) return;  // none: nothing to keep valid
   // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), in native order like every sum here.

@@ -22,11 +22,12 @@ enum Op : uint8_t { kGet = 0x01, kPut = 0x02, kDelete = 0x03, kReplyBit = 0x80 }
 enum Status : uint8_t { kOk = 0, kNotFound = 1, kError = 2, kBadRequest = 3, kBusy = 4 };
 // kForwarded is set only on requests (a GET a cache node forwards); no reply carries it.
 enum Flags : uint8_t { kFromCache = 0x01, kForwarded = 0x02 };
-// The DSCP the switch writes on every frame with prefix 0xBA that arrives on a cache node's port
+// The DSCP the switch writes on every frame with prefix 0xAE that arrives on a cache node's port
 // (docs/switch-rules.md, "Ingress hygiene"). A cache node forwards a miss with the client's own
 // source addresses, so this mark is how a db node tells a forwarded GET from a client's forgery:
-// the switch drops a client's frame that carries it, and a db node refuses a GET with prefix
-// 0xBA or FORWARDED that lacks it. A codepoint of RFC 2474's local-use pool (xxxx11).
+// the switch drops a client's frame with prefix 0xAE, and a db node refuses a GET with prefix
+// 0xAE (or 0xBA, an older cache node's forward) or FORWARDED that lacks it. A codepoint of
+// RFC 2474's local-use pool (xxxx11).
 inline constexpr uint8_t kForwardedDscp = 0x2B;
 
 enum class ParseError : uint8_t {
@@ -75,8 +76,10 @@ struct FrameView {
 // The DSCP of a parsed frame (top 6 bits of its IPv4 TOS byte).
 inline uint8_t ip_dscp(const FrameView& v) { return header_of(v.eth_dst)->ip.tos >> 2; }
 
-// Is the dst MAC one of ours (0xAA / 0xBA prefix)?
-inline bool is_request_mac(const uint8_t* dst) { return dst[0] == kPrefixGet || dst[0] == kPrefixOther; }
+// Is the dst MAC one of ours (0xAA / 0xAE / 0xBA prefix)?
+inline bool is_request_mac(const uint8_t* dst) {
+  return dst[0] == kPrefixGet || dst[0] == kPrefixForwarded || dst[0] == kPrefixOther;
+}
 
 // Full validation of a frame, checksums included. Returns kNone and fills `out` on success.
 ParseError parse(std::span<const uint8_t> frame, FrameView& out);
@@ -98,7 +101,7 @@ struct ScreenPolicy {
 
 // The pre-filter the cache node, the db node and every node the emulator hosts (through the db
 // node's handler) run on each received frame, in this order:
-//   ignore     shorter than an Ethernet header; dst MAC prefix neither 0xAA nor 0xBA; sent from
+//   ignore     shorter than an Ethernet header; dst MAC prefix not 0xAA, 0xAE or 0xBA; sent from
 //              self_mac; or IPv4/UDP (no options) to a port other than udp_port (someone else's
 //              traffic that happens to carry our prefix)
 //   malformed  longer than max_frame; fails parse() (layout, lengths, IPv4 header checksum, a
@@ -136,7 +139,7 @@ size_t build(std::span<uint8_t> out, const uint8_t* eth_dst, const Addr& src, ui
 size_t build_reply(std::span<uint8_t> out, const FrameView& req, const Addr& self, uint8_t status,
                    uint8_t flags, std::span<const uint8_t> value);
 
-// Rewrites a GET request in place into the GET a cache node forwards: prefix 0xBA, FORWARDED
+// Rewrites a GET request in place into the GET a cache node forwards: prefix 0xAE, FORWARDED
 // set, and a non-zero UDP checksum updated for the changed flags byte (RFC 1624), so the db
 // node's check still passes. The frame must have passed parse().
 void mark_forwarded(uint8_t* frame);

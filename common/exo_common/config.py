@@ -19,10 +19,12 @@ from .partitions import chain_table, check_chains, partition_table
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,9}$")  # short: Mininet interface names are <name>-eth0
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
-REQUEST_PREFIXES = ("aa", "ba")
+# First MAC bytes no node may have: every one the rf-1 Ruleset 3 rule matches (first-byte mask
+# 0xEB, docs/switch-rules.md): aa GET, ae forwarded GET, ba PUT/DELETE, be reserved.
+REQUEST_PREFIXES = ("aa", "ae", "ba", "be")
 
 
-RESERVED_NAMES = ("controller", "switch")  # certificate names of the controller and the OpenFlow switch
+RESERVED_NAMES = ("controller", "switch", "etcd")  # certificate names of the controller, the switch, etcd
 
 
 def check_name(v: str) -> str:
@@ -121,6 +123,23 @@ class EmulationSection(_Strict):
     eal_args: list[str] = Field(default_factory=list, description="DPDK EAL args that replace the default AF_PACKET vdev on the shared interface (a NIC deployment puts -a PCI here), as for cache nodes.")
 
 
+class ControllerInstance(_Strict):
+    """One controller process of a failover group (docs/design/replication.md, 5.4). Every
+    instance presents the same `controller` certificate; the name only tells them apart."""
+    name: str = Field(description="Instance name (`python -m exo_controller --instance NAME`; what a standby names as the master): 1-10 chars of [a-z0-9], starting with a letter.")
+    openflow_port: int = Field(ge=1, le=65535, description="OpenFlow TCP port of this instance (on controller.openflow_host); the switch connects to every instance.")
+    grpc: str = Field(description="gRPC address of this instance's Controller API.")
+    metrics: str = Field("", description="<IPv4>:<port> of this instance's Prometheus /metrics listener; \"\": none.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return check_name(v)
+
+
+ETCD_URL_RE = re.compile(r"^https?://[^/:\s]+:\d{1,5}$")
+
+
 class ControllerSection(_Strict):
     openflow_host: str = Field("127.0.0.1", description="Address the OpenFlow listener binds.")
     openflow_port: int = Field(6653, ge=1, le=65535, description="OpenFlow TCP port.")
@@ -128,6 +147,51 @@ class ControllerSection(_Strict):
     heartbeat_interval_ms: int = Field(100, ge=10, le=60_000, description="The controller polls every cache node with CacheNode.Stats this often, each call with a deadline of the same length (docs/switch-rules.md, \"Cache node liveness\").")
     metrics: str = Field("", description="<IPv4>:<port> where the controller serves Prometheus text exposition on /metrics over HTTP (docs/operations.md, \"Metrics\"); \"\": none.")
     heartbeat_misses: int = Field(3, ge=1, le=1000, description="Consecutive failed heartbeats after which a cache node is declared DOWN: its Ruleset 2 rules are withdrawn with one flow-mod, the db nodes forget it, and its rule adds are rejected until it rejoins. Its switch port going link-down or deleted declares it DOWN at once.")
+    etcd: list[str] = Field(default_factory=list, description="Client URLs (https://<host>:<port>) of the etcd cluster the controller instances elect their master through (docs/design/replication.md, 5.2). Empty: one controller without etcd, as before failover existed.")
+    instances: list[ControllerInstance] = Field(default_factory=list, description="The controller processes (docs/design/replication.md, 5.4): the switch connects to all of them, one is master, the others stand by. Empty: the single instance `controller` described by openflow_port, grpc and metrics above. More than one needs etcd.")
+    lease_ttl_s: int = Field(2, ge=1, le=60, description="TTL of the master's etcd lease: a master that stops renewing it (stalled, cut off) loses the election after this long. 2 is etcd's minimum with its default timing.")
+    failover_probe_ms: int = Field(100, ge=10, le=10_000, description="Standbys call the master's Controller.Ping this often, each with a deadline of the same length; two refused connections in a row revoke the master's lease, so another instance takes over. A deadline alone never does (lease expiry handles a stalled master).")
+
+    @field_validator("etcd")
+    @classmethod
+    def _etcd(cls, v: list[str]) -> list[str]:
+        for i, url in enumerate(v):
+            if not ETCD_URL_RE.match(url) or not 1 <= int(url.rpartition(":")[2]) <= 65535:
+                raise ValueError(f"[{i}] {url!r}: must look like https://127.0.0.1:2379")
+        return v
+
+    @model_validator(mode="after")
+    def _instances(self) -> "ControllerSection":
+        # A value other than the default would be silently unused (a dumped config repeats defaults: fine).
+        per_instance = sorted(f for f in {"openflow_port", "grpc", "metrics"} & self.model_fields_set
+                              if getattr(self, f) != type(self).model_fields[f].default)
+        if self.instances and per_instance:
+            raise ValueError(f"{per_instance[0]}: set per instance in controller.instances[], not here, "
+                             "when instances are listed")
+        for attr in ("name", "openflow_port", "grpc"):
+            seen: dict[Any, int] = {}
+            for i, inst in enumerate(self.instances):
+                val = getattr(inst, attr)
+                if val in seen:
+                    raise ValueError(f"instances[{i}].{attr}: {val!r} already used by instances[{seen[val]}]")
+                seen[val] = i
+        if len(self.instances) > 1 and not self.etcd:
+            raise ValueError(f"etcd: {len(self.instances)} controller.instances elect their master through etcd; "
+                             "list its client URLs")
+        return self
+
+    def all_instances(self) -> list[ControllerInstance]:
+        """Every controller process: instances[], or the one the top-level fields describe."""
+        if self.instances:
+            return list(self.instances)
+        return [ControllerInstance(name="controller", openflow_port=self.openflow_port, grpc=self.grpc,
+                                   metrics=self.metrics)]
+
+    def instance(self, name: str) -> ControllerInstance:
+        for inst in self.all_instances():
+            if inst.name == name:
+                return inst
+        raise KeyError(name)
 
 
 class ReplicationSection(_Strict):
@@ -175,7 +239,7 @@ class _Node(_Strict):
         if first & 1:
             raise ValueError("must be unicast (low bit of first byte clear)")
         if v[:2] in REQUEST_PREFIXES:
-            raise ValueError("must not start with aa or ba: those prefixes carry key hashes")
+            raise ValueError("must not start with aa, ae, ba or be: those prefixes carry key hashes")
         return v
 
     @field_validator("ip")
@@ -317,6 +381,7 @@ class ClusterConfig(_Strict):
             if p.client not in clients:
                 raise ValueError(f"proxies[{i}].client: no client named {p.client!r}")
         metrics = [("controller.metrics", self.controller.metrics)]
+        metrics += [(f"controller.instances[{i}].metrics", c.metrics) for i, c in enumerate(self.controller.instances)]
         metrics += [(f"cache_nodes[{i}].metrics", n.metrics) for i, n in enumerate(self.cache_nodes)]
         metrics += [(f"db_nodes[{i}].metrics", n.metrics) for i, n in enumerate(self.db_nodes)]
         metrics += [(f"proxies[{i}].metrics", p.metrics) for i, p in enumerate(self.proxies)]
@@ -368,6 +433,14 @@ class ClusterConfig(_Strict):
         out.update({p.name: "proxy" for p in self.proxies})
         out.update({o: "operator" for o in self.security.operators})
         return out
+
+    def for_instance(self, name: str) -> "ClusterConfig":
+        """This config as controller instance `name` sees it: controller.openflow_port, grpc and
+        metrics are that instance's (so the single-controller code paths read them unchanged)."""
+        inst = self.controller.instance(name)
+        ctl = self.controller.model_copy(update={"openflow_port": inst.openflow_port, "grpc": inst.grpc,
+                                                 "metrics": inst.metrics})
+        return self.model_copy(update={"controller": ctl})
 
     def node(self, name: str) -> _Node:
         for n in [*self.cache_nodes, *self.db_nodes, *self.clients]:
@@ -426,6 +499,9 @@ def resolve(cfg: ClusterConfig) -> dict:
             n["iface"] = src.interface
     for n in out["db_nodes"]:
         n["cache_node"] = cfg.cache_node_for_db(n["name"])
+    # Every controller process, also the single one of a config without instances[], so the
+    # C++ nodes can reach whichever is master.
+    out["controller"]["instances"] = [i.model_dump() for i in cfg.controller.all_instances()]
     out["partitions"] = cfg.partitions()
     out["chains"] = [{"nodes": chain} for chain in cfg.chains()]
     check_resolved(out)

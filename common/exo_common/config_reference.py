@@ -5,14 +5,16 @@ from __future__ import annotations
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from .config import (CacheFillSection, CacheNodeConfig, ClientConfig, ClusterSection, ControllerSection,
-                     DbNodeConfig, EmulationSection, HotKeysSection, ProxyConfig, ReplicationSection, SecuritySection,
+from .config import (CacheFillSection, CacheNodeConfig, ClientConfig, ClusterSection, ControllerInstance,
+                     ControllerSection, DbNodeConfig, EmulationSection, HotKeysSection, ProxyConfig, ReplicationSection, SecuritySection,
                      SwitchSection)
 
 SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("cluster", ClusterSection, "Cluster-wide data-plane settings."),
     ("switch", SwitchSection, "The OpenFlow switch and the partitioning of the key-hash space."),
     ("controller", ControllerSection, "Where the os-ken controller listens, and how it watches the cache nodes."),
+    ("controller.instances[]", ControllerInstance, "One entry per controller process of a failover group "
+     "(docs/design/replication.md, 5.4); needs `controller.etcd` when there are two or more."),
     ("hot_keys", HotKeysSection, "Db nodes: sampled Space-Saving hot-key detection and REPORTs "
      "(docs/cache-fill.md)."),
     ("cache_fill", CacheFillSection, "Cache nodes: which keys to hold, chosen from REPORTs "

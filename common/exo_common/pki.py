@@ -12,11 +12,16 @@ the rest; `force` reissues every leaf. The CA itself is never replaced here: eve
 trusts it, so a new one means new certificates everywhere. To start over, delete ca.crt and
 ca.key first.
 
+etcd has its own CA (init_etcd_pki, in <cert_dir>/etcd/): etcd with --client-cert-auth trusts
+every certificate its CA signed, and cache nodes, db nodes and operators hold certificates of the
+cluster CA (docs/etcd.md).
+
 Pure checks (leaf_problem, ca_problem) are separate from the file I/O (init_pki).
 """
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -102,11 +107,12 @@ def signed_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
 
 # ---------------------------------------------------------------- making certificates
 
-def new_ca(cluster_name: str, now: Optional[datetime.datetime] = None):
-    """(key, certificate) of a fresh self-signed CA for cluster `cluster_name`."""
+def new_ca(cluster_name: str, now: Optional[datetime.datetime] = None, common_name: Optional[str] = None):
+    """(key, certificate) of a fresh self-signed CA for cluster `cluster_name` (CN "exo <cluster> CA"
+    unless `common_name` is given)."""
     now = now or _now()
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"exo {cluster_name} CA"),
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name or f"exo {cluster_name} CA"),
                       x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization(cluster_name))])
     ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
     cert = (x509.CertificateBuilder()
@@ -123,9 +129,21 @@ def new_ca(cluster_name: str, now: Optional[datetime.datetime] = None):
     return key, cert
 
 
+def san_names(name: str, hosts: tuple[str, ...] = ()) -> list[x509.GeneralName]:
+    """subjectAltName entries: DNS:<name>, then each host as an IP address or a DNS name."""
+    out: list[x509.GeneralName] = [x509.DNSName(name)]
+    for h in hosts:
+        try:
+            out.append(x509.IPAddress(ipaddress.ip_address(h)))
+        except ValueError:
+            out.append(x509.DNSName(h))
+    return out
+
+
 def issue_leaf(ca_key, ca_cert: x509.Certificate, name: str, role: str, cluster_name: str,
-               now: Optional[datetime.datetime] = None):
-    """(key, certificate) for component `name` with role `role`, signed by the CA."""
+               now: Optional[datetime.datetime] = None, hosts: tuple[str, ...] = ()):
+    """(key, certificate) for component `name` with role `role`, signed by the CA. subjectAltName:
+    DNS:<name>, plus `hosts` (etcd's server certificate names the addresses clients dial)."""
     now = now or _now()
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name),
@@ -143,7 +161,7 @@ def issue_leaf(ca_key, ca_cert: x509.Certificate, name: str, role: str, cluster_
                                          decipher_only=False), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
                                                   ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.SubjectAlternativeName(san_names(name, hosts)), critical=False)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
                            critical=False)
@@ -170,8 +188,10 @@ def ca_problem(cert: x509.Certificate, key, now: Optional[datetime.datetime] = N
 
 
 def leaf_problem(cert: x509.Certificate, key, ca: x509.Certificate, name: str, role: str,
-                 cluster_name: str, now: Optional[datetime.datetime] = None) -> Optional[str]:
-    """Why the leaf on disk is not the one `name` should have (None: keep it)."""
+                 cluster_name: str, now: Optional[datetime.datetime] = None,
+                 hosts: tuple[str, ...] = ()) -> Optional[str]:
+    """Why the leaf on disk is not the one `name` (with subjectAltName hosts `hosts`) should have
+    (None: keep it)."""
     now = now or _now()
     if not signed_by(cert, ca):
         return "not signed by this ca.crt"
@@ -187,10 +207,16 @@ def leaf_problem(cert: x509.Certificate, key, ca: x509.Certificate, name: str, r
     try:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         dns = san.get_values_for_type(x509.DNSName)
+        ips = [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]
     except x509.ExtensionNotFound:
-        dns = []
-    if dns != [name]:
-        return f"subjectAltName DNS is {dns}, not [{name!r}]"
+        dns, ips = [], []
+    want = san_names(name, hosts)
+    want_dns = [g.value for g in want if isinstance(g, x509.DNSName)]
+    want_ips = [str(g.value) for g in want if isinstance(g, x509.IPAddress)]
+    if dns != want_dns:
+        return f"subjectAltName DNS is {dns}, not {want_dns}"
+    if ips != want_ips:
+        return f"subjectAltName IP is {ips}, not {want_ips}"
     try:
         eku = set(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value)
     except x509.ExtensionNotFound:
@@ -297,4 +323,54 @@ def init_pki(roles: dict[str, str], cluster_name: str, out_dir: str | Path, forc
             report.reissued[name] = why
         key, cert = issue_leaf(ca_key, ca_cert, name, role, cluster_name)
         write_pair(out_dir, name, key, cert)
+    return report
+
+
+# ---------------------------------------------------------------- etcd's own CA
+
+ETCD_DIR = "etcd"  # under the cert dir: ca.crt/.key, server.crt/.key, controller.crt/.key
+ETCD_SERVER_HOSTS = ("localhost", "127.0.0.1")  # what tests and the emulation dial (docs/etcd.md)
+# file stem -> (certificate name (CN, first DNS SAN), role (OU)); the server's SAN adds its hosts
+ETCD_LEAVES = {"server": ("etcd", "etcd"), "controller": ("controller", "controller")}
+
+
+def etcd_dir(cert_dir: str | Path) -> Path:
+    return Path(cert_dir) / ETCD_DIR
+
+
+def init_etcd_pki(cluster_name: str, cert_dir: str | Path, force: bool = False,
+                  server_hosts: tuple[str, ...] = ETCD_SERVER_HOSTS) -> InitReport:
+    """Make <cert_dir>/etcd hold etcd's own CA ("exo <cluster> etcd CA"), etcd's server
+    certificate (server.crt: CN etcd, SAN DNS:etcd + server_hosts) and the controllers' client
+    certificate (controller.crt). Same rules as init_pki: idempotent, keys 0600, the CA is never
+    replaced, `force` reissues the leaves. The report names the leaves by file stem."""
+    out_dir = etcd_dir(cert_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise PkiError(f"cannot create {out_dir}: {err.strerror}") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise PkiError(f"{out_dir}: not writable by this user")
+    have = [n for n in CA_NAMES if (out_dir / n).exists()]
+    if not have:
+        ca_key, ca_cert = new_ca(cluster_name, common_name=f"exo {cluster_name} etcd CA")
+        write_pair(out_dir, "ca", ca_key, ca_cert)
+        ca_what = "created"
+    else:
+        ca_key, ca_cert, ca_what = _load_or_create_ca(out_dir, cluster_name)
+    report = InitReport(out_dir, ca_what)
+    for stem, (name, role) in ETCD_LEAVES.items():
+        hosts = server_hosts if stem == "server" else ()
+        pair = read_pair(out_dir, stem)
+        if pair is None:
+            report.issued.append(stem)
+        else:
+            why = "--force" if force else leaf_problem(pair[1], pair[0], ca_cert, name, role, cluster_name,
+                                                       hosts=hosts)
+            if why is None:
+                report.kept.append(stem)
+                continue
+            report.reissued[stem] = why
+        key, cert = issue_leaf(ca_key, ca_cert, name, role, cluster_name, hosts=hosts)
+        write_pair(out_dir, stem, key, cert)
     return report

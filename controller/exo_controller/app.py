@@ -21,10 +21,12 @@ in the desired rules and reaches the switch later (after a reconnect, with the r
 Rolling back would race the sender and, for refcounted rules, could not be retried safely.
 
 Switch (re)connect: nothing is sent until the sender thread has read the switch's table back
-(multipart flow stats; it cannot be the os-ken thread, which delivers the reply). If Ruleset 1,
-ARP and Ruleset 3 on the switch are exactly ours, the flows stay and the switch's Ruleset 2 is
-taken as installed (flows.plan_table); otherwise flush and program from scratch. So a restarted
-controller does not disturb a switch that kept forwarding (fail mode secure).
+(multipart flow stats; it cannot be the os-ken thread, which delivers the reply). If table 0,
+Ruleset 1 and ARP on the switch are exactly ours and its Rulesets 2 and 3 well-formed, the flows
+stay and the switch's Rulesets 2 and 3 are taken as installed (flows.plan_table): a Ruleset 3
+rule that points elsewhere is repointed, never flushed. Otherwise flush and program from
+scratch. So a restarted controller does not disturb a switch that kept forwarding (fail mode
+secure). Ruleset 3 follows the chain table (apply_chains, move_slot; flows.PartitionBook).
 
 Journal (rule_journal.py, optional): every Ruleset 2 flow-mod with its xid, written as it is
 handed to the connection, and the most Ruleset 2 rules the switch may hold after every change,
@@ -54,6 +56,7 @@ from .flows import RULESET_INGRESS, RULESETS, CacheRule, FlowMod, TablePlan, coo
 from .ofp_translate import FlowInfo, error_text, from_stats, meter_drops, meter_from_config, to_ofp
 from .rule_journal import Ruleset2Journal
 from .rule_updater import Batch, RuleUpdater, UpdateResult
+from .leadership import MASTER, SLAVE, Leadership, Resign, RevokeLeader, SendRoleRequest, StartAdopting, StopSending
 
 LOG = logging.getLogger("exo_controller")
 DEFAULT_WAIT = 60.0  # longest a caller waits for its rules to be confirmed
@@ -91,6 +94,15 @@ class RulesOutcome:
     full_key_hashes: list[int] = field(default_factory=list)  # of rejected: Ruleset 2 was full; may be resent
 
 
+@dataclass
+class ChainOutcome:
+    """What apply_chains / move_slot did: Ruleset 3 rules repointed (one flow-mod each), whether
+    the switch has confirmed them all, and why not."""
+    rules_changed: int
+    confirmed: bool
+    note: str = ""
+
+
 class ExoControllerApp(app_manager.OSKenApp):
     OFP_VERSIONS = [ofp.OFP_VERSION]
 
@@ -105,6 +117,11 @@ class ExoControllerApp(app_manager.OSKenApp):
         drop counts and the meters' drops back into Stats (ingress.counters); None: never.
         tls_handshake_refused: reads the count of TLS handshakes gRPC refused
         (grpc_handshake_counter.py) for Stats; None: 0 (insecure_dev_mode, unit tests)."""
+        # Failover (leadership.py; failover.py carries out its etcd actions): None is one
+        # controller without etcd, which adopts every connection at once as before.
+        self.leadership: Leadership = kwargs.pop("leadership", None) or Leadership("controller", single=True)
+        self.failover = None  # set by main.py when controller.etcd is configured
+        self._standby_writes = kwargs.pop("standby_writes", False)  # TESTS ONLY: the IS_SLAVE known-bad
         super().__init__(*args, **kwargs)
         if exo_config is None:
             raise ValueError("ExoControllerApp needs exo_config= (start it with exo_controller.main)")
@@ -116,8 +133,10 @@ class ExoControllerApp(app_manager.OSKenApp):
         self.journal = journal
         if journal is not None:
             journal.start(exo_config.switch.rule_update_rate, exo_config.switch.cache_rule_capacity, fault)
-        self._statics = static_mods(exo_config)  # meters + every static flow (tables 0 and 1)
+        # meters + every static flow (tables 0 and 1); its Ruleset 3 only gives plan_table the layout
+        self._statics = static_mods(exo_config)
         self._cache_ports = {c.switch_port for c in exo_config.cache_nodes}
+        self._db_ports = {d.name: d.switch_port for d in exo_config.db_nodes}
         self._table_pending = None  # the datapath whose table the sender must read first
         self._table_attempts = 0
         self.counters: collections.Counter[str] = collections.Counter()
@@ -144,7 +163,12 @@ class ExoControllerApp(app_manager.OSKenApp):
         if ingress_poll_s:
             threading.Thread(target=self._ingress_poll_loop, args=(ingress_poll_s,), daemon=True,
                              name="exo-ingress-poll").start()
-        if self.monitor is not None:
+        # With failover the heartbeats start when this instance first becomes master: a standby's
+        # liveness view could only go stale (it cannot withdraw rules), and a new master starts
+        # like a restarted controller: every cache node UP and unsynced (replication.md, 5.4).
+        self._monitor_started = False
+        if self.monitor is not None and self.leadership.single:
+            self._monitor_started = True
             self.monitor.start()
 
     @property
@@ -230,7 +254,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                 if self._stopping:
                     return
                 now = self.clock()
-                dp = self._dp
+                dp = self._dp if self.leadership.is_master() else None  # a standby never writes
                 if dp is not None and self._table_pending is dp:
                     break
                 wake = self.updater.next_wakeup(now) if dp is not None else None
@@ -289,17 +313,23 @@ class ExoControllerApp(app_manager.OSKenApp):
                     return
                 plan = TablePlan(False, why=f"its flow table could not be read ({why})")
             else:
-                plan = plan_table(flows, self._statics, self._cache_ports, self.cfg.switch.cache_match, meters)
+                plan = plan_table(flows, self._statics, self._cache_ports, self.cfg.switch.cache_match, meters,
+                                  self._db_ports.values())
             self._table_pending = None
-            self.updater.switch_connected(plan.installed if plan.adopt else None)
+            if plan.adopt:
+                self.updater.switch_connected(plan.installed, plan.partitions)
+            else:
+                self.updater.switch_connected(None)
             self._journal_size()
             if plan.adopt:
                 self._count("switch_tables_kept")
                 m = self.updater.metrics(self.clock())
                 LOG.info("switch dpid %#x: its static flows are ours; keeping its flows (%d Ruleset 2 rules "
-                         "adopted, %d desired; %d adds and %d deletes queued%s)", self.dpid, len(plan.installed),
+                         "adopted, %d desired; %d adds and %d deletes queued%s; %d Ruleset 3 rules adopted, %d "
+                         "to (re)send)", self.dpid, len(plan.installed),
                          len(self.updater.book), m["rule_adds_queued"], m["rule_deletes_queued"],
-                         "" if self.updater.synced else ", deletes held until every cache node is synced")
+                         "" if self.updater.synced else ", deletes held until every cache node is synced",
+                         len(plan.partitions), m["static_pending"])
             else:
                 self._count("switch_tables_flushed")
                 LOG.info("switch dpid %#x: flushing and programming it from scratch: %s", self.dpid,
@@ -332,7 +362,7 @@ class ExoControllerApp(app_manager.OSKenApp):
     def _check_programmed(self, dp) -> None:
         if self._dp is dp and self.updater.programmed and not self.connected.is_set():
             LOG.info("switch dpid %#x programmed (Ruleset 1+ARP, Ruleset 3 x%d; %d Ruleset 2 rules desired, "
-                     "%d installed)", self.dpid, 1 << self.cfg.switch.partition_bits, len(self.updater.book),
+                     "%d installed)", self.dpid, len(self.updater.partitions.indices()), len(self.updater.book),
                      len(self.updater.installed))
             self.connected.set()
 
@@ -354,10 +384,11 @@ class ExoControllerApp(app_manager.OSKenApp):
             self.connected.clear()
             # Nothing goes out until the sender has read the switch's table: it keeps the flows
             # if the statics are ours, else flushes; then the difference to the desired rules,
-            # all paced at switch.rule_update_rate.
+            # all paced at switch.rule_update_rate. With failover, the connection is made SLAVE
+            # first and the table is read only once the switch confirmed us MASTER (leadership.py).
             self.updater.switch_disconnected()
-            self._table_pending = dp
-            self._table_attempts = 0
+            self._table_pending = None
+            self._apply_leadership(self.leadership.switch_connected(self.clock()))
             self._cond.notify_all()
         LOG.info("switch dpid %#x connected from %s: reading its flow table (%d Ruleset 2 rules desired)",
                  dp.id, dp.address, len(self.updater.book))
@@ -376,6 +407,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                     self._disconnects += 1
                     self._fail_all("switch disconnected")
                     self.updater.switch_disconnected()
+                    self._apply_leadership(self.leadership.switch_disconnected(self.clock()))
                     self._cond.notify_all()
 
     def _fail_all(self, why: str) -> None:
@@ -420,6 +452,10 @@ class ExoControllerApp(app_manager.OSKenApp):
         text = error_text(msg)
         self._count("ofp_errors")
         self._count(f"ofp_error {text}")
+        if msg.type == ofp.OFPET_ROLE_REQUEST_FAILED and msg.code == ofp.OFPRRFC_STALE:
+            self.leadership_event("role_stale")
+        elif msg.type == ofp.OFPET_BAD_REQUEST and msg.code == ofp.OFPBRC_IS_SLAVE:
+            self.leadership_event("demoted", f"the switch refused a modify-state message: {text}")
         with self._lock:
             owner = self._mod_xids.pop(msg.xid, None)
             if owner is not None:
@@ -450,6 +486,86 @@ class ExoControllerApp(app_manager.OSKenApp):
                 "link down" if link_down else "administratively down" if admin_down else "up")
             self.monitor.port_status(desc.port_no, down, why)
 
+    # ------------------------------------------------------------------ failover (leadership.py)
+
+    @set_ev_cls(ofp_event.EventOFPRoleReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def _role_reply(self, ev):
+        msg = ev.msg
+        role = {ofp.OFPCR_ROLE_MASTER: MASTER, ofp.OFPCR_ROLE_SLAVE: SLAVE}.get(msg.role, "equal")
+        LOG.info("switch dpid %#x: role %s confirmed (generation %d)", self.dpid, role, msg.generation_id)
+        with self._lock:
+            if msg.datapath is not self._dp:
+                return
+        self.leadership_event("role_reply", role, msg.generation_id)
+        if role == SLAVE and self._standby_writes and not self.leadership.elected:
+            self._send_standby_flow_mod(msg.datapath)
+
+    def _send_standby_flow_mod(self, dp) -> None:
+        """TESTS ONLY (--standby-writes): a SLAVE sends one harmless flow-mod (a delete of a cookie
+        nobody uses), which the switch must refuse with IS_SLAVE (counted as ofp_error)."""
+        mod = parser.OFPFlowMod(dp, cookie=0xE5E5_0000_0000_0000, cookie_mask=0xFFFF_FFFF_FFFF_FFFF,
+                                table_id=ofp.OFPTT_ALL, command=ofp.OFPFC_DELETE, out_port=ofp.OFPP_ANY,
+                                out_group=ofp.OFPG_ANY, match=parser.OFPMatch())
+        LOG.warning("TESTS ONLY: standby sends a flow-mod; the switch must refuse it (IS_SLAVE)")
+        with self._lock:
+            try:
+                self._send(dp, mod)
+            except SwitchNotConnected:
+                pass
+
+    def leadership_event(self, event: str, *args) -> None:
+        """Feed one event to the leadership state machine and carry out its actions (any thread)."""
+        with self._cond:
+            self._apply_leadership(getattr(self.leadership, event)(*args))
+
+    def _apply_leadership(self, actions: list) -> None:
+        """Lock held. OpenFlow actions happen here; etcd ones go to the failover thread."""
+        etcd = []
+        for a in actions:
+            dp = self._dp
+            if isinstance(a, SendRoleRequest):
+                if dp is None:
+                    continue
+                role = ofp.OFPCR_ROLE_MASTER if a.role == MASTER else ofp.OFPCR_ROLE_SLAVE
+                LOG.info("switch dpid %#x: ROLE_REQUEST(%s, generation %d)", self.dpid, a.role, a.generation)
+                try:
+                    self._send(dp, parser.OFPRoleRequest(dp, role, a.generation))
+                except SwitchNotConnected as err:
+                    LOG.warning("role request not sent: %s", err)
+            elif isinstance(a, StartAdopting):
+                if dp is None:
+                    continue
+                if not self.leadership.single:
+                    self._count("role_master_confirmed")
+                    LOG.info("switch dpid %#x: we are MASTER (generation %d); reading its flow table",
+                             self.dpid, self.leadership.generation)
+                self.updater.switch_disconnected()
+                self.connected.clear()
+                self._table_pending = dp
+                self._table_attempts = 0
+                if self.monitor is not None and not self._monitor_started:
+                    self._monitor_started = True  # started outside our lock (the monitor's comes first)
+                    threading.Thread(target=self.monitor.start, daemon=True, name="exo-monitor-start").start()
+            elif isinstance(a, StopSending):
+                LOG.warning("switch dpid %#x: no more flow-mods from this instance: %s", self.dpid, a.why)
+                self._table_pending = None
+                self.connected.clear()
+                self.updater.switch_disconnected()
+            elif isinstance(a, (Resign, RevokeLeader)):
+                etcd.append(a)
+        self._cond.notify_all()
+        if etcd and self.failover is not None:
+            self.failover.submit(etcd)
+
+    def accepts_rule_changes(self) -> bool:
+        """Rule changes are taken by the master only (a single controller always is one)."""
+        with self._lock:
+            return self.leadership.single or self.leadership.elected
+
+    def master_name(self) -> str:
+        with self._lock:
+            return self.leadership.master_name() or "unknown (election in progress)"
+
     # ------------------------------------------------------------------ API for the monitor
 
     def withdraw_cache_node(self, node: str) -> None:
@@ -477,6 +593,59 @@ class ExoControllerApp(app_manager.OSKenApp):
                          "(%d queued)", self.updater.metrics(self.clock())["rule_deletes_queued"])
             self._cond.notify_all()
             return added
+
+    # ------------------------------------------------------------------ API for chain changes
+
+    def apply_chains(self, chains: list[list[str]], wait: bool = False,
+                     timeout: Optional[float] = None) -> "ChainOutcome":
+        """A new chain table (slot -> [head, ..., tail] of db node names; docs/design/replication.md,
+        4.2-4.4): each slot's read rule to its tail, its write rule to its head. Only the Ruleset 3
+        rules whose port changed are queued, ahead of every Ruleset 2 change. A bad table
+        (ValueError naming chains[i]) changes nothing. wait: block until the switch confirmed them
+        (or a disconnect, or `timeout`, default 60 s)."""
+        with self._cond:
+            changed = self.updater.set_chains(chains, self._db_ports)
+            return self._wait_chains(changed, wait, timeout)
+
+    def move_slot(self, slot: int, read_server: Optional[str] = None, head: Optional[str] = None,
+                  wait: bool = False, timeout: Optional[float] = None) -> "ChainOutcome":
+        """Point one slot's read rule at db node `read_server` and/or its write rule at `head`
+        (None: leave it); e.g. the read rule of a slot whose new member has caught up (4.4)."""
+        ports = {}
+        for what, name in (("read_port", read_server), ("write_port", head)):
+            if name is not None:
+                if name not in self._db_ports:
+                    raise ValueError(f"{name!r} is not a db node (known: {', '.join(sorted(self._db_ports))})")
+                ports[what] = self._db_ports[name]
+        with self._cond:
+            changed = self.updater.move_slot(slot, **ports)
+            return self._wait_chains(changed, wait, timeout)
+
+    def _wait_chains(self, changed: list[int], wait: bool, timeout: Optional[float]) -> "ChainOutcome":
+        """Lock held. Wake the sender; with `wait`, block until none of `changed` is pending."""
+        self._cond.notify_all()
+        if changed:
+            LOG.info("Ruleset 3: %d rules to repoint (cookie indices %s)", len(changed),
+                     ", ".join(f"{i:#x}" for i in changed[:8]) + (" ..." if len(changed) > 8 else ""))
+        note = ""
+        if wait and changed:
+            if self._dp is None:
+                note = "switch not connected; queued until it reconnects"
+            else:
+                timeout = DEFAULT_WAIT if timeout is None else timeout
+                deadline = self.clock() + timeout
+                disconnects = self._disconnects
+                while self.updater.chain_pending(changed):
+                    left = deadline - self.clock()
+                    if self._disconnects != disconnects:
+                        note = "switch disconnected before confirming; queued until it reconnects"
+                    elif left <= 0:
+                        note = f"not confirmed by the switch within {timeout:.3g}s; still queued"
+                    else:
+                        self._cond.wait(left)
+                        continue
+                    break
+        return ChainOutcome(len(changed), not self.updater.chain_pending(changed), note)
 
     # ------------------------------------------------------------------ API for the gRPC service
 
@@ -566,6 +735,8 @@ class ExoControllerApp(app_manager.OSKenApp):
                 out["tls_handshake_refused"] = float(tls_refused)
             out["switch_connected"] = float(self._dp is not None)
             out["switch_programmed"] = float(self.connected.is_set())
+            out["controller_master"] = float(self.leadership.is_master())
+            out["controller_generation"] = float(self.leadership.generation or 0)
             return out
 
     def list_flows(self, ruleset: int = 0) -> list[FlowInfo]:

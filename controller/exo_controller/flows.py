@@ -5,7 +5,9 @@ which port, the per-client meters); what passes goes to table 1, the three rules
 thesis (Table 3.1):
 
     Ruleset 2  priority 200  eth_dst = aa:../ff:.., ipv4_dst = top 32 hash bits  -> cache node's port
-    Ruleset 3  priority 100  eth_dst = aa:<slot>/ef:<top bits>   -> owning db node's port
+    Ruleset 3  priority 100  eth_dst = aa:<slot>/eb:<top bits>   -> owning db node's port
+               (replication.factor > 1: aa:<slot>/fb:.. -> read server, ba:<slot>/ff:.. -> head;
+               reconciled state, PartitionBook)
     Ruleset 1  priority  50  eth_dst = node MAC (exact)          -> node's port
     (ARP)      priority  40  eth_type = 0x0806                  -> FLOOD
 
@@ -24,12 +26,13 @@ so `dump-flows` shows 0xe1..., 0xe2..., 0xe3...; foreign cookies decode to None.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional
 
 # The key-hash width and request prefixes are defined once, in exoskeleton.keyhash.
-from exoskeleton.keyhash import HASH_BITS, HASH_MASK, PREFIX_BOTH_MASK, PREFIX_GET, PREFIX_OTHER  # noqa: F401
+from exoskeleton.keyhash import HASH_BITS, HASH_MASK, PREFIX_ANY_MASK, PREFIX_BOTH_MASK, PREFIX_GET, PREFIX_OTHER  # noqa: F401
 from exoskeleton.keyhash import REQUEST_IP_SHIFT as IP_SHIFT
+from exoskeleton.keyhash import PREFIX_READ_MASK, PREFIX_WRITE_MASK  # Ruleset 3 at rf > 1
 
 MAC_MASK = (1 << 48) - 1
 
@@ -225,7 +228,7 @@ class FlowMod:
         return " ".join(parts)
 
 
-# ---------------------------------------------------------------- static rulesets (1 and 3)
+# ---------------------------------------------------------------- Ruleset 1, and Ruleset 3's matches
 
 def flush_flowmod() -> FlowMod:
     """Delete every flow (used when a (re)connected switch's table is not what we would program:
@@ -264,21 +267,199 @@ def partition_match(slot: int, bits: int) -> tuple[int, int]:
         raise ValueError(f"slot {slot} out of range for {bits} bits")
     shift = HASH_BITS - bits
     value = (PREFIX_GET << HASH_BITS) | (slot << shift)
-    mask = (PREFIX_BOTH_MASK << HASH_BITS) | ((((1 << bits) - 1) << shift) & HASH_MASK)
+    mask = (PREFIX_ANY_MASK << HASH_BITS) | ((((1 << bits) - 1) << shift) & HASH_MASK)  # AA AE BA (BE)
     return value, mask
 
 
+def _slot_match(prefix: int, prefix_mask: int, slot: int, bits: int) -> tuple[int, int]:
+    """(eth_dst, eth_dst_mask): first byte `prefix` under `prefix_mask`, then the slot's bits."""
+    if not 0 <= slot < (1 << bits):
+        raise ValueError(f"slot {slot} out of range for {bits} bits")
+    shift = HASH_BITS - bits
+    return (prefix << HASH_BITS) | (slot << shift), \
+        (prefix_mask << HASH_BITS) | ((((1 << bits) - 1) << shift) & HASH_MASK)
+
+
+def read_match(slot: int, bits: int) -> tuple[int, int]:
+    """The rf > 1 read rule of `slot`: first bytes AA (client GETs) and AE (GETs a cache node
+    forwards) -> the slot's read server (docs/design/replication.md, 2.3)."""
+    return _slot_match(PREFIX_GET, PREFIX_READ_MASK, slot, bits)
+
+
+def write_match(slot: int, bits: int) -> tuple[int, int]:
+    """The rf > 1 write rule of `slot`: first byte BA exactly (PUT, DELETE) -> the chain's head."""
+    return _slot_match(PREFIX_OTHER, PREFIX_WRITE_MASK, slot, bits)
+
+
+# ---------------------------------------------------------------- Ruleset 3: the partition book
+
+# Cookie index of a slot's write rule (rf > 1): make_cookie(3, WRITE_RULE | slot). The single rule
+# (rf 1) and the read rule are make_cookie(3, slot). Slots are < 4096 (partition_bits <= 12).
+WRITE_RULE = 1 << 16
+
+
+class PartitionBook:
+    """Ruleset 3 as desired state (docs/design/replication.md, 2.3): slot -> (read port, write
+    port), and the flow-mods that say so. The layout is fixed by the config: with one rule per
+    slot (replication.factor 1) a slot has one port, matched by partition_match (GETs, forwarded
+    GETs and writes alike); with two (factor > 1) a read rule (read_match: AA and AE -> the read
+    server, normally the chain's tail) and a write rule (write_match: BA -> the head). Only the
+    ports change while the cluster runs (move, apply_chains), and a change is one ADD with the same
+    match and priority, which replaces the rule's action. Rules are named by their cookie index
+    (`index`): the slot, or WRITE_RULE | slot. Pure data; the updater (rule_updater.py) sends
+    the difference to what the switch holds."""
+
+    def __init__(self, bits: int, read_ports: list[int], write_ports: Optional[list[int]] = None,
+                 two_rules: bool = False):
+        slots = 1 << bits
+        write_ports = list(read_ports) if write_ports is None else list(write_ports)
+        if len(read_ports) != slots or len(write_ports) != slots:
+            raise ValueError(f"{len(read_ports)} read and {len(write_ports)} write ports for {slots} slots "
+                             f"(switch.partition_bits {bits})")
+        if not two_rules:
+            for slot, (r, w) in enumerate(zip(read_ports, write_ports)):
+                if r != w:
+                    raise ValueError(f"slot {slot}: read port {r} and write port {w} differ, but one rule per "
+                                     "slot (replication.factor 1) has one port")
+        self.bits = bits
+        self.two_rules = two_rules
+        self._read = list(read_ports)
+        self._write = list(write_ports)
+
+    @classmethod
+    def from_chains(cls, chains: list[list[str]], ports: dict[str, int], bits: int,
+                    two_rules: bool) -> "PartitionBook":
+        """Each slot's read port is its tail's (chain[-1]), its write port its head's (chain[0])."""
+        read, write = [], []
+        for slot, chain in enumerate(chains):
+            r, w = _chain_ports(slot, chain, ports)
+            read.append(r)
+            write.append(w)
+        return cls(bits, read, write, two_rules)
+
+    @classmethod
+    def from_config(cls, cfg) -> "PartitionBook":
+        """The initial book: the resolved config's chains (with replication.factor 1, the owners
+        of cfg.partitions(): exactly the Ruleset 3 of before chains existed)."""
+        return cls.from_chains(cfg.chains(), {d.name: d.switch_port for d in cfg.db_nodes},
+                               cfg.switch.partition_bits, cfg.replication.factor > 1)
+
+    def copy(self) -> "PartitionBook":
+        return PartitionBook(self.bits, self._read, self._write, self.two_rules)
+
+    @property
+    def slots(self) -> int:
+        return 1 << self.bits
+
+    def read_port(self, slot: int) -> int:
+        return self._read[slot]
+
+    def write_port(self, slot: int) -> int:
+        return self._write[slot]
+
+    def indices(self) -> list[int]:
+        """Every rule's cookie index, in the order a switch is programmed: slot by slot, each
+        slot's read rule before its write rule."""
+        if not self.two_rules:
+            return list(range(self.slots))
+        return [i for slot in range(self.slots) for i in (slot, WRITE_RULE | slot)]
+
+    def _split(self, index: int) -> tuple[int, bool]:
+        slot, write = index & (WRITE_RULE - 1), bool(index & WRITE_RULE)
+        if index & ~(WRITE_RULE | (WRITE_RULE - 1)) or not 0 <= slot < self.slots or (write and not self.two_rules):
+            raise KeyError(f"no Ruleset 3 rule with cookie index {index:#x} in this layout")
+        return slot, write
+
+    def port(self, index: int) -> int:
+        """The port rule `index` outputs to."""
+        slot, write = self._split(index)
+        return self._write[slot] if write else self._read[slot]
+
+    def rules(self) -> dict[int, int]:
+        """index -> port of every rule."""
+        return {i: self.port(i) for i in self.indices()}
+
+    def flowmod(self, index: int, port: Optional[int] = None) -> FlowMod:
+        """The ADD of rule `index` (to `port`, default: the book's)."""
+        slot, write = self._split(index)
+        if not self.two_rules:
+            value, mask = partition_match(slot, self.bits)
+        else:
+            value, mask = (write_match if write else read_match)(slot, self.bits)
+        return FlowMod(command=ADD, priority=PRIORITY[RULESET_PARTITIONS],
+                       cookie=make_cookie(RULESET_PARTITIONS, index),
+                       eth_dst=value, eth_dst_mask=mask, out_port=self.port(index) if port is None else port)
+
+    def flowmods(self) -> list[FlowMod]:
+        return [self.flowmod(i) for i in self.indices()]
+
+    def index_of(self, fm: FlowMod) -> Optional[int]:
+        """The index of a flow that is one of this layout's rules (same table, match, priority,
+        cookie and a plain output), whatever its port; None for anything else."""
+        index = fm.cookie & COOKIE_INDEX_MASK
+        if fm.ruleset != RULESET_PARTITIONS or fm.out_port is None:
+            return None
+        try:
+            want = self.flowmod(index, fm.out_port)
+        except KeyError:
+            return None
+        return index if fm == want else None
+
+    def move(self, slot: int, read_port: Optional[int] = None, write_port: Optional[int] = None) -> list[int]:
+        """Point `slot`'s read rule at `read_port` and its write rule at `write_port` (None: leave
+        it). With one rule per slot both name the one rule: give one of them, or both equal.
+        Returns the indices of the rules whose port changed (one ADD each)."""
+        if not 0 <= slot < self.slots:
+            raise ValueError(f"slot {slot} out of range for {self.bits} bits")
+        if not self.two_rules:
+            if read_port is not None and write_port is not None and read_port != write_port:
+                raise ValueError(f"slot {slot}: read port {read_port} and write port {write_port} differ, but one "
+                                 "rule per slot (replication.factor 1) has one port")
+            port = read_port if read_port is not None else write_port
+            read_port = write_port = port
+        changed = []
+        if read_port is not None and read_port != self._read[slot]:
+            self._read[slot] = read_port
+            changed.append(slot)
+        if write_port is not None and write_port != self._write[slot]:
+            self._write[slot] = write_port
+            if self.two_rules:
+                changed.append(WRITE_RULE | slot)
+        return changed
+
+    def apply_chains(self, chains: list[list[str]], ports: dict[str, int]) -> list[int]:
+        """Take a new chain table (slot -> [head, ..., tail]): read rules to the tails, write
+        rules to the heads. Checked whole before anything changes (a bad table changes nothing);
+        returns the indices whose port changed."""
+        if len(chains) != self.slots:
+            raise ValueError(f"chains: {len(chains)} entries for {self.slots} slots")
+        wanted = [_chain_ports(slot, chain, ports) for slot, chain in enumerate(chains)]
+        if not self.two_rules:
+            for slot, (r, w) in enumerate(wanted):
+                if r != w:
+                    raise ValueError(f"chains[{slot}]: {len(chains[slot])} nodes, but one rule per slot "
+                                     "(replication.factor 1) serves a chain of one")
+        changed = []
+        for slot, (r, w) in enumerate(wanted):
+            changed += self.move(slot, read_port=r, write_port=w)
+        return changed
+
+
+def _chain_ports(slot: int, chain: list[str], ports: dict[str, int]) -> tuple[int, int]:
+    """(read port, write port) of one chain: its tail's and its head's."""
+    if not chain:
+        raise ValueError(f"chains[{slot}]: empty")
+    for k, name in enumerate(chain):
+        if name not in ports:
+            raise ValueError(f"chains[{slot}][{k}]: {name!r} is not a db node")
+    return ports[chain[-1]], ports[chain[0]]
+
+
 def partition_flowmods(cfg) -> list[FlowMod]:
-    """Ruleset 3: one masked rule per slot of cfg.partitions() -> the owning db node's port."""
-    bits = cfg.switch.partition_bits
-    ports = {d.name: d.switch_port for d in cfg.db_nodes}
-    mods = []
-    for slot, owner in enumerate(cfg.partitions()):
-        value, mask = partition_match(slot, bits)
-        mods.append(FlowMod(command=ADD, priority=PRIORITY[RULESET_PARTITIONS],
-                            cookie=make_cookie(RULESET_PARTITIONS, slot),
-                            eth_dst=value, eth_dst_mask=mask, out_port=ports[owner]))
-    return mods
+    """Ruleset 3 as the config lays it out (PartitionBook.from_config): at replication.factor 1
+    one masked rule per slot -> the owning db node's port; above, a read rule to each slot's tail
+    and a write rule to its head."""
+    return PartitionBook.from_config(cfg).flowmods()
 
 
 def forwarding_flowmods(cfg) -> list[FlowMod]:
@@ -292,18 +473,24 @@ def static_flowmods(cfg) -> list[FlowMod]:
     return ingress_flowmods(cfg) + forwarding_flowmods(cfg)
 
 
-def static_mods(cfg) -> list:
+def static_mods(cfg, ruleset3: bool = True) -> list:
     """What a switch gets after a flush, in order: the meters (ingress.py; a delete of every
-    meter first), then every static flow. Meters come first because the client ports' flows use
-    them (a barrier in between: rule_updater.py, needs_barrier)."""
+    meter first), then every static flow, Ruleset 3 (as the config lays it out) last. Meters come
+    first because the client ports' flows use them (a barrier in between: rule_updater.py,
+    needs_barrier). ruleset3=False leaves Ruleset 3 out: the updater reconciles it like Ruleset 2
+    (PartitionBook), right after these."""
     from .ingress import meter_mods
-    return [*meter_mods(cfg), *static_flowmods(cfg)]
+    mods = [*meter_mods(cfg), *static_flowmods(cfg)]
+    if not ruleset3:
+        mods = [m for m in mods if not (isinstance(m, FlowMod) and m.ruleset == RULESET_PARTITIONS)]
+    return mods
 
 
 def table_flow_limit(cfg) -> int:
     """What to give OVS as Flow_Table flow_limit for table 1 (FORWARD_TABLE): its static rules
-    (one per node, ARP, 2^partition_bits) plus C, so the C+1th Ruleset 2 rule is refused as on
-    a full switch. Table 0's checks are few and fixed by the config; it gets no limit."""
+    (one per node, ARP, Ruleset 3: 2^partition_bits rules at replication.factor 1, 2 * 2^bits
+    above) plus C, so the C+1th Ruleset 2 rule is refused as on a full switch. Table 0's checks
+    are few and fixed by the config; it gets no limit."""
     return len(forwarding_flowmods(cfg)) + cfg.switch.cache_rule_capacity
 
 
@@ -487,10 +674,12 @@ class CacheRuleBook:
 class TablePlan:
     """What to do with the table a (re)connected switch already holds (docs/switch-rules.md,
     "Controller restart"). adopt: its static flows are exactly ours, keep everything and take
-    `installed` (its Ruleset 2, hash -> port) as confirmed; else flush and program from scratch."""
+    `installed` (its Ruleset 2, hash -> port) and `partitions` (its Ruleset 3, cookie index ->
+    port, PartitionBook) as confirmed; else flush and program from scratch."""
     adopt: bool
     installed: dict[int, int] = field(default_factory=dict)
     why: str = ""
+    partitions: dict[int, int] = field(default_factory=dict)
 
 
 def switch_flow_as_flowmod(flow) -> Optional[FlowMod]:
@@ -528,25 +717,43 @@ def _cache_rule_hash(fm: FlowMod, cache_ports: Iterable[int], match: str) -> Opt
 
 
 def plan_table(flows: Iterable, statics: Iterable, cache_ports: Iterable[int],
-               match: str = "ipv4_dst", meters: Optional[Iterable] = None) -> TablePlan:
+               match: str = "ipv4_dst", meters: Optional[Iterable] = None,
+               db_ports: Optional[Iterable[int]] = None) -> TablePlan:
     """Keep the switch's table when every flow on it is either one of `statics` (table 0's
-    ingress checks, Ruleset 1, ARP, Ruleset 3: same match, priority, cookie and instructions)
-    or a well-formed Ruleset 2 rule to a cache node's port, and every static is there; and when
-    its meters (`meters`, as ingress.MeterMod ADDs; None = not read) are exactly the meters
-    among `statics`. Anything else (a missing or different static or meter, a foreign flow, a
-    Ruleset 2 rule to an unknown port) means flush and program from scratch."""
+    ingress checks, Ruleset 1, ARP: same match, priority, cookie and instructions), a
+    well-formed Ruleset 2 rule to a cache node's port, or a well-formed Ruleset 3 rule to a db
+    node's port, and every static is there; and when its meters (`meters`, as ingress.MeterMod
+    ADDs; None = not read) are exactly the meters among `statics`. Anything else (a missing or
+    different static or meter, a foreign flow, a Ruleset 2 or 3 rule to an unknown port) means
+    flush and program from scratch.
+
+    Ruleset 3 is reconciled state, not a static (docs/design/replication.md, 2.3): the Ruleset 3
+    flows among `statics` give only its layout (which matches and cookies exist). A rule of that
+    layout to any db node's port (`db_ports`; None: the ports those statics output to) is
+    adopted as it is, into `partitions` (cookie index -> port); one that points elsewhere than
+    the desired book, or is missing, is the updater's to fix (an ADD each), never a flush. A
+    previous controller may have died halfway through moving rules (section 5.5)."""
     from .ingress import meter_problem
     statics = list(statics)
     cache_ports = set(cache_ports)
     meter_why = meter_problem(statics, meters)
-    want = Counter(s for s in statics if isinstance(s, FlowMod))
+    layout = {s.cookie: s for s in statics if isinstance(s, FlowMod) and s.ruleset == RULESET_PARTITIONS}
+    db_ports = {s.out_port for s in layout.values()} if db_ports is None else set(db_ports)
+    want = Counter(s for s in statics if isinstance(s, FlowMod) and s.ruleset != RULESET_PARTITIONS)
     have: Counter = Counter()
     installed: dict[int, int] = {}
+    partitions: dict[int, int] = {}
     foreign: list[str] = []
     for flow in flows:
         fm = switch_flow_as_flowmod(flow)
         if fm is None:
             foreign.append(f"cookie={flow.cookie:#x} priority={flow.priority} (not a flow we program)")
+        elif fm.ruleset == RULESET_PARTITIONS:
+            rule = layout.get(fm.cookie)
+            if rule is None or fm.out_port not in db_ports or fm != replace(rule, out_port=fm.out_port):
+                foreign.append(str(fm))
+            else:
+                partitions[fm.cookie & COOKIE_INDEX_MASK] = fm.out_port
         elif fm.ruleset == RULESET_CACHE:
             h = _cache_rule_hash(fm, cache_ports, match)
             if h is None:
@@ -561,7 +768,7 @@ def plan_table(flows: Iterable, statics: Iterable, cache_ports: Iterable[int],
     extra = have - want
     foreign += [str(fm) for fm in extra.elements()]
     if not missing and not foreign and not meter_why:
-        return TablePlan(True, installed)
+        return TablePlan(True, installed, partitions=partitions)
     why = [meter_why] if meter_why else []
     if missing:
         why.append(f"{sum(missing.values())} of {sum(want.values())} static flows missing or different")

@@ -56,8 +56,18 @@ class ControllerServicer(control_pb2_grpc.ControllerServicer):
                 False, "PERMISSION_DENIED", f"{caller} may {rpc} only for itself, not for {', '.join(foreign)}",
                 caller, "cache"))
 
+    def _require_master(self, context) -> None:
+        """Only the master changes rules (docs/design/replication.md, 5.4); a cache node moves on to
+        the one named here (cache-node/src/peers.cc)."""
+        accepts = getattr(self.app, "accepts_rule_changes", None)  # None: an app without failover
+        if accepts is not None and not accepts():
+            self.app.count("not_master_refusals")
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                          f"not the master; the master is {self.app.master_name()}")
+
     def _update(self, method, request, context, **kw):
         from .app import SwitchError  # keep this module importable without a running os-ken
+        self._require_master(context)
         rules = _rules(request)
         remaining = context.time_remaining() if context is not None else None
         timeout = MAX_WAIT if remaining is None else max(0.0, min(MAX_WAIT, remaining - DEADLINE_MARGIN))
@@ -80,6 +90,11 @@ class ControllerServicer(control_pb2_grpc.ControllerServicer):
         return control_pb2.StatsReply(node="controller", counters=[
             control_pb2.Counter(name=name, value=max(0, int(round(value))))
             for name, value in sorted(self.app.stats().items())])
+
+    def Ping(self, request, context):
+        """Standby instances probe the master with this (failover.py); it only proves the process lives."""
+        lead = self.app.leadership
+        return control_pb2.PingReply(instance=lead.name, master=lead.is_master(), generation=lead.generation or 0)
 
     def ListRules(self, request, context):
         from .app import SwitchError, SwitchNotConnected, SwitchTimeout

@@ -8,27 +8,30 @@ a cache node forwarding a miss, or flood the switch. Every check is one rule who
 count is its counter; cookies name the check and the port (`cookie_name`, `ingress_cookie`).
 
     client port P (clients[]: MAC M, IP I; meter m = its position in clients[] + 1)
-      420  IPv4, dl_dst=ba:..(prefix byte), ip_dscp=FORWARDED_DSCP  -> drop   client_forwarded
+      420  IPv4, dl_dst=ae:..(prefix byte)                -> drop               client_forwarded
+      420  IPv4, dl_dst=ba:.., ip_dscp=FORWARDED_DSCP     -> drop               client_forwarded_mark
       410  IPv4, dl_src=M, nw_src=I                       -> meter m, table 1   client_ip
       410  ARP, dl_src=M, arp_spa=I, arp_sha=M            -> meter m, table 1   client_arp
       405  any other IPv4 (also one too malformed to read its source) -> drop   client_source
       405  any other ARP                                  -> drop               client_source_arp
       400  any other protocol (IPv6 neighbour discovery, LLDP, ...) -> drop     client_other
     cache node port C
-      410  IPv4, dl_dst=ba:..  -> set ip_dscp=FORWARDED_DSCP, table 1            cache_forwarded
+      410  IPv4, dl_dst=ae:..  -> set ip_dscp=FORWARDED_DSCP, table 1            cache_forwarded
       400  anything else       -> table 1                                         node_port
     db node port D (an emulator's nodes share one)
       400  anything            -> table 1                                         node_port
     any other port (not in the config, the bridge's own)
         1  anything            -> drop                                            unknown_port
 
-Why the DSCP mark: a cache node forwards a miss by rewriting 0xAA to 0xBA and setting FORWARDED
+Why the DSCP mark: a cache node forwards a miss by rewriting 0xAA to 0xAE and setting FORWARDED
 in the payload, keeping the client's source MAC and IP (the db node answers the client
-directly). So at Ethernet, IP and UDP a forwarded GET looks exactly like a client's PUT (also
-0xBA), and OpenFlow cannot match the payload's opcode or flags. The switch therefore vouches for
-the port instead: it writes a DSCP (exoskeleton.wire.FORWARDED_DSCP) on every 0xBA frame from a
-cache node's port and drops a client's frame that carries it; a db node refuses a GET with
-prefix 0xBA or FORWARDED that lacks it, and counts it (forwarded_unmarked_dropped).
+directly), and OpenFlow cannot match the payload's opcode or flags. A client never sends prefix
+0xAE, so the switch drops every client frame with it; and it vouches for the port: it writes a
+DSCP (exoskeleton.wire.FORWARDED_DSCP) on every 0xAE frame from a cache node's port. A db node
+refuses a GET with prefix 0xAE, 0xBA (an older cache node's forward, still served at rf 1) or
+FORWARDED that lacks the mark, and counts it (forwarded_unmarked_dropped). So a client's 0xBA
+frame that carries the mark is dropped too (client_forwarded_mark, counted with
+client_forwarded): defence in depth behind the prefix.
 
 The meter caps what a client port may send (switch.client_meter_pps, frames/s; burst a tenth
 of a second's worth); its band drops are its counter (meter stats). A client's honest traffic
@@ -39,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from exoskeleton.keyhash import HASH_BITS, PREFIX_OTHER
+from exoskeleton.keyhash import HASH_BITS, PREFIX_FORWARDED, PREFIX_OTHER
 from exoskeleton.wire import FORWARDED_DSCP
 
 from .flows import (ADD, DELETE, ETH_TYPE_ARP, ETH_TYPE_IPV4, FORWARD_TABLE, INGRESS_TABLE, RULESET_INGRESS,
@@ -47,11 +50,13 @@ from .flows import (ADD, DELETE, ETH_TYPE_ARP, ETH_TYPE_IPV4, FORWARD_TABLE, ING
 
 # Cookie index of a table 0 rule: KIND << 32 | port (ports are 32-bit; unknown_port has port 0).
 KINDS = {"client_ip": 1, "client_arp": 2, "client_source": 3, "client_forwarded": 4,
-         "cache_forwarded": 5, "node_port": 6, "unknown_port": 7, "client_source_arp": 8, "client_other": 9}
+         "cache_forwarded": 5, "node_port": 6, "unknown_port": 7, "client_source_arp": 8, "client_other": 9,
+         "client_forwarded_mark": 10}
 KIND_NAMES = {code: name for name, code in KINDS.items()}
 # The drop rules, and the Stats counter each one's packet count adds to (counters()).
 DROPS = {"client_source": "client_source", "client_source_arp": "client_source",
-         "client_forwarded": "client_forwarded", "client_other": "client_other", "unknown_port": "unknown_port"}
+         "client_forwarded": "client_forwarded", "client_forwarded_mark": "client_forwarded",
+         "client_other": "client_other", "unknown_port": "unknown_port"}
 COUNTERS = ("client_source", "client_forwarded", "client_other", "unknown_port")
 PER_CLIENT = ("client_source", "client_forwarded", "client_other")
 
@@ -61,7 +66,9 @@ PRIORITY_SPOOF = 405
 PRIORITY_PORT = 400
 PRIORITY_UNKNOWN_PORT = 1
 
-# eth_dst value/mask of "prefix byte exactly 0xBA" (PUT/DELETE and forwarded GETs)
+# eth_dst values of "prefix byte exactly 0xAE" (GETs a cache node forwards) and "exactly 0xBA"
+# (PUT/DELETE), under PREFIX_BYTE_MASK
+FORWARDED_PREFIX = PREFIX_FORWARDED << HASH_BITS
 OTHER_PREFIX = PREFIX_OTHER << HASH_BITS
 PREFIX_BYTE_MASK = 0xFF << HASH_BITS
 
@@ -135,6 +142,9 @@ def _client_flowmods(c, meter: Optional[int]) -> list[FlowMod]:
     common = dict(command=ADD, table=INGRESS_TABLE, in_port=port)
     return [
         FlowMod(priority=PRIORITY_FORWARDED_SPOOF, cookie=ingress_cookie("client_forwarded", port),
+                eth_type=ETH_TYPE_IPV4, eth_dst=FORWARDED_PREFIX, eth_dst_mask=PREFIX_BYTE_MASK,
+                drop=True, **common),
+        FlowMod(priority=PRIORITY_FORWARDED_SPOOF, cookie=ingress_cookie("client_forwarded_mark", port),
                 eth_type=ETH_TYPE_IPV4, eth_dst=OTHER_PREFIX, eth_dst_mask=PREFIX_BYTE_MASK,
                 ip_dscp=FORWARDED_DSCP, drop=True, **common),
         FlowMod(priority=PRIORITY_ALLOW, cookie=ingress_cookie("client_ip", port), eth_type=ETH_TYPE_IPV4,
@@ -167,7 +177,7 @@ def ingress_flowmods(cfg) -> list[FlowMod]:
         common = dict(command=ADD, table=INGRESS_TABLE, in_port=port, goto_table=FORWARD_TABLE)
         if is_cache:
             mods.append(FlowMod(priority=PRIORITY_ALLOW, cookie=ingress_cookie("cache_forwarded", port),
-                                eth_type=ETH_TYPE_IPV4, eth_dst=OTHER_PREFIX, eth_dst_mask=PREFIX_BYTE_MASK,
+                                eth_type=ETH_TYPE_IPV4, eth_dst=FORWARDED_PREFIX, eth_dst_mask=PREFIX_BYTE_MASK,
                                 set_ip_dscp=FORWARDED_DSCP, **common))
         mods.append(FlowMod(priority=PRIORITY_PORT, cookie=ingress_cookie("node_port", port), **common))
     mods.append(FlowMod(command=ADD, table=INGRESS_TABLE, priority=PRIORITY_UNKNOWN_PORT,

@@ -29,10 +29,47 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--fault", choices=FAULTS,
                    help="TESTS ONLY: run a known-bad controller. no-rate-limit: send every queued rule change "
                         "at once, ignoring switch.rule_update_rate (shows that the switch-side audit catches it)")
+    p.add_argument("--instance", metavar="NAME",
+                   help="which of controller.instances[] this process is (required when the config lists them)")
+    p.add_argument("--etcd-endpoints", metavar="URL[,URL...]",
+                   help="use these etcd client URLs instead of controller.etcd (the emulation's etcd picks a free port)")
+    p.add_argument("--standby-writes", action="store_true",
+                   help="TESTS ONLY: a standby sends one flow-mod after its SLAVE role is confirmed, which the "
+                        "switch must refuse with IS_SLAVE (the known-bad of the failover test)")
     return p.parse_args(argv)
 
 
-def start_os_ken(cfg, barrier_timeout: float = 2.0, journal=None, fault=None, tls_handshake_refused=None):
+def instance_config(cfg, args):
+    """(config as this instance sees it, instance name); ConfigError names the option."""
+    names = [i.name for i in cfg.controller.all_instances()]
+    if args.instance is None:
+        if cfg.controller.instances:
+            raise ConfigError(f"--instance: required; controller.instances names {', '.join(names)}")
+        return cfg, "controller"
+    if args.instance not in names:
+        raise ConfigError(f"--instance: {args.instance!r} is not in controller.instances ({', '.join(names)})")
+    if args.etcd_endpoints:
+        ctl = cfg.for_instance(args.instance).controller.model_copy(
+            update={"etcd": [u for u in args.etcd_endpoints.split(",") if u]})
+        return cfg.for_instance(args.instance).model_copy(update={"controller": ctl}), args.instance
+    return cfg.for_instance(args.instance), args.instance
+
+
+def start_failover(cfg, app, name: str):
+    """With controller.etcd: the election, the master probe and their etcd actions (failover.py)."""
+    from exo_common.etcd import EtcdClient, EtcdTls
+    from .failover import Failover
+    etcd_tls = None if cfg.security.insecure_dev_mode else EtcdTls.from_dir(cfg.security.cert_dir)
+    client = EtcdClient(list(cfg.controller.etcd), tls=etcd_tls)
+    fo = Failover(cfg, app, client, name)
+    app.failover = fo
+    fo.start()
+    LOG.info("instance %s: electing the master through etcd %s", name, ", ".join(cfg.controller.etcd))
+    return fo
+
+
+def start_os_ken(cfg, barrier_timeout: float = 2.0, journal=None, fault=None, tls_handshake_refused=None,
+                 leadership=None, standby_writes: bool = False):
     """Configure os-ken, instantiate our app with the config (as a constructor kwarg) and the
     cache node monitor (heartbeats over gRPC), plus the OpenFlow handler (openflow_tls.py: TLS,
     only the switch's certificate), and start their threads. Returns (app_manager, our_app).
@@ -58,7 +95,8 @@ def start_os_ken(cfg, barrier_timeout: float = 2.0, journal=None, fault=None, tl
     mgr = app_manager.AppManager.get_instance()
     app = mgr.instantiate(ExoControllerApp, exo_config=cfg, barrier_timeout=barrier_timeout,
                           monitor_factory=monitor_factory, journal=journal, fault=fault,
-                          ingress_poll_s=INGRESS_POLL_S, tls_handshake_refused=tls_handshake_refused)
+                          ingress_poll_s=INGRESS_POLL_S, tls_handshake_refused=tls_handshake_refused,
+                          leadership=leadership, standby_writes=standby_writes)
     mgr.instantiate(ExoOFPHandler, on_refused=app.openflow_refused)  # os-ken's ofp_handler, TLS-checked
     contexts = mgr.create_contexts()
     mgr.instantiate_apps(**contexts)  # also starts our app's event loop
@@ -71,7 +109,7 @@ def main(argv=None) -> int:
     if args.log_level != "DEBUG":
         logging.getLogger("os_ken").setLevel(logging.WARNING)
     try:
-        cfg = load_config(args.config)
+        cfg, instance = instance_config(load_config(args.config), args)
     except ConfigError as err:
         print(f"exo_controller: bad config: {err}", file=sys.stderr)
         return 2
@@ -90,9 +128,12 @@ def main(argv=None) -> int:
     if args.fault:
         LOG.warning("FAULT %s: this controller is deliberately broken (a test's known-bad input)", args.fault)
     journal = Ruleset2Journal(args.ruleset2_journal) if args.ruleset2_journal else None
+    from .leadership import Leadership
+    leadership = Leadership(instance, single=not cfg.controller.etcd)
     try:
         mgr, app = start_os_ken(cfg, args.barrier_timeout, journal, args.fault,
-                                tls_refusals.value if tls_refusals is not None else None)
+                                tls_refusals.value if tls_refusals is not None else None,
+                                leadership=leadership, standby_writes=args.standby_writes)
     except TlsFilesError as err:
         print(f"exo_controller: {err}", file=sys.stderr)
         return 2
@@ -113,9 +154,20 @@ def main(argv=None) -> int:
         logging.shutdown()
         os._exit(1)
 
+    failover = None
+    if cfg.controller.etcd:
+        try:
+            failover = start_failover(cfg, app, instance)
+        except Exception as err:  # noqa: BLE001 - report and exit: a controller without its election is no use
+            LOG.error("controller.etcd: cannot start the election: %s", err)
+            logging.shutdown()
+            os._exit(1)
+
     while not stop.wait(1.0):
         pass
     LOG.info("shutting down")
+    if failover is not None:
+        failover.stop()
     server.stop(grace=1.0).wait(2.0)
     mgr.close()
     if cfg.controller.grpc.startswith("unix:"):

@@ -18,12 +18,22 @@ Choices worth knowing:
   deletes of the same batch as room: OpenFlow orders flow-mods only across barriers, so a switch
   may apply a batch's adds before its deletes. Deletes still drain one per add once installed
   reaches C, just batch by batch. An add that only moves a held hash to another port always fits.
-* Statics (flush, the meters and table 0's ingress checks of ingress.py, Ruleset 1, ARP,
-  Ruleset 3) go first after a (re)connect whose table is not ours (switch_connected(None)); every
-  one, meter-mods included, counts against R like any flow-mod. A batch of statics ends where
-  ingress.needs_barrier says so (the meters must be in before the flows that use them). The flush empties Ruleset 2 as well, so `installed` restarts
-  empty and every desired rule is simply back in the add queue, hottest first and within C,
-  right behind the statics. A table whose statics are ours is kept (see below).
+* Statics (flush, the meters and table 0's ingress checks of ingress.py, Ruleset 1, ARP) go
+  first after a (re)connect whose table is not ours (switch_connected(None)); every one,
+  meter-mods included, counts against R like any flow-mod. A batch of statics ends where
+  ingress.needs_barrier says so (the meters must be in before the flows that use them). The
+  flush empties Rulesets 2 and 3 as well, so both installed views restart empty: every Ruleset 3
+  rule is queued right behind the statics (so a flushed switch gets exactly the flows it got when
+  Ruleset 3 was a static), and every desired Ruleset 2 rule is back in the add queue, hottest
+  first and within C, behind them. A table whose statics are ours is kept (see below).
+* Ruleset 3 (docs/design/replication.md, 2.3) is desired state like Ruleset 2: the
+  flows.PartitionBook says which db node port each slot's rule(s) output to, `partitions_installed`
+  what the switch confirmed (cookie index -> port). A difference is a CHAIN item: one ADD with the
+  rule's match and priority, which replaces its action. CHAIN items leave after withdrawals and
+  statics and before every Ruleset 2 add or delete (a wrong Ruleset 3 rule costs a whole slot's
+  availability, a missing Ruleset 2 rule only a cache hit), FIFO, and count against R like every
+  flow-mod. move_slot and set_chains change the book (a db node failed or joined); the app waits
+  with chain_pending. A refused CHAIN add is sent again (the slot cannot be dropped).
 * Rate: a sliding window (at most floor(R), at least 1, sends in any half-open 1 s window) is the
   hard guarantee; a token bucket with a burst of max(1, R/10) paces it, so a backlog leaves as a
   steady stream of small batches instead of R flow-mods at the start of every second. What must
@@ -48,9 +58,10 @@ Choices worth knowing:
   barrier confirms it, and `pop_withdrawn()` then names the node (the app tells the db nodes to
   forget it). While a node is out of the cluster its adds are rejected and its removes are
   no-ops; no add to its port is sent while a withdrawal of that port is queued or in flight.
-* Controller restart: `switch_connected(table)` with the switch's own Ruleset 2 (hash -> port,
-  flows.plan_table) keeps the switch's flows instead of flushing. A freshly started controller's
-  book is empty: `expect_sync(nodes)` then `sync_node(node, hashes)` rebuild it from what each
+* Controller restart: `switch_connected(table, partitions)` with the switch's own Ruleset 2
+  (hash -> port) and Ruleset 3 (cookie index -> port; flows.plan_table) keeps the switch's flows
+  instead of flushing; a Ruleset 3 rule that points elsewhere than the book is queued, not
+  flushed. A freshly started controller's book is empty: `expect_sync(nodes)` then `sync_node(node, hashes)` rebuild it from what each
   cache node holds (CacheNode.ListKeys). Until every expected node is synced (or withdrawn) no
   DELETE of an installed-but-undesired rule is sent: the rule may belong to a node not yet
   synced. Adds (and moves) may go. Hashes a node added or removed itself before its sync are
@@ -72,11 +83,12 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional, Sequence
 
-from .flows import (ADD, DELETE_STRICT, CacheRule, CacheRuleBook, FlowMod, flush_flowmod, static_mods,
-                    withdraw_flowmod)
+from .flows import (ADD, DELETE_STRICT, CacheRule, CacheRuleBook, FlowMod, PartitionBook, flush_flowmod,
+                    static_mods, withdraw_flowmod)
 from .ingress import needs_barrier
 
 STATIC, ADD_RULE, DEL_RULE, WITHDRAW = "static", "add", "delete", "withdraw"
+CHAIN = "chain"  # a Ruleset 3 rule to (re)point: PartitionBook, module docstring "Ruleset 3"
 
 # Fault switch for tests (main.py --fault): the rate limiter is off; batches are capped only so
 # one batch stays a sane size. Never set in a real deployment.
@@ -100,9 +112,9 @@ def out_of_cluster(node: str) -> str:
 
 @dataclass(frozen=True)
 class _Item:
-    kind: str                   # STATIC, ADD_RULE, DEL_RULE or WITHDRAW
-    khash: Optional[int] = None
-    port: Optional[int] = None  # ADD_RULE: the port it installs; WITHDRAW: the port it clears
+    kind: str                   # STATIC, CHAIN, ADD_RULE, DEL_RULE or WITHDRAW
+    khash: Optional[int] = None  # ADD_RULE, DEL_RULE: the rule hash; CHAIN: the Ruleset 3 cookie index
+    port: Optional[int] = None  # ADD_RULE, CHAIN: the port it installs; WITHDRAW: the port it clears
     seq: int = 0                # queue position to restore if the batch fails
     new: bool = False           # ADD_RULE of a hash not installed (takes a slot of C)
     node: Optional[str] = None  # WITHDRAW: the cache node
@@ -144,7 +156,10 @@ class RuleUpdater:
 
     def __init__(self, ports: Mapping[str, int], capacity: int, rate: float,
                  statics: Sequence[FlowMod] = (), burst: Optional[float] = None,
-                 fault: Optional[str] = None, match: str = "ipv4_dst"):
+                 fault: Optional[str] = None, match: str = "ipv4_dst",
+                 partitions: Optional[PartitionBook] = None):
+        """statics: what a flushed switch gets first, Ruleset 3 not included; partitions: the
+        desired Ruleset 3 (None: the updater has none, e.g. unit tests of Ruleset 2 alone)."""
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r} (known: {', '.join(FAULTS)})")
         self.fault = fault
@@ -163,6 +178,13 @@ class RuleUpdater:
         self._new_inflight = 0                             # ADD_RULE items with new=True in flight
         self._statics: deque[FlowMod] = deque()
         self._statics_inflight = 0
+        # Ruleset 3 (module docstring, "Ruleset 3"): desired book, barrier-confirmed view
+        # (cookie index -> port), the indices to (re)send (index -> seq, FIFO) and those in flight.
+        self.partitions = partitions
+        self.partitions_installed: dict[int, int] = {}
+        self._chains: dict[int, int] = {}
+        self._chain_inflight: dict[int, _Item] = {}
+        self.ruleset3_refused = 0
         self._batch: Optional[Batch] = None
         self._epoch = 0
         self._seq = 0
@@ -195,7 +217,8 @@ class RuleUpdater:
     def from_config(cls, cfg, fault: Optional[str] = None) -> "RuleUpdater":
         sw = cfg.switch
         return cls({c.name: c.switch_port for c in cfg.cache_nodes}, sw.cache_rule_capacity,
-                   sw.rule_update_rate, static_mods(cfg), fault=fault, match=sw.cache_match)
+                   sw.rule_update_rate, static_mods(cfg, ruleset3=False), fault=fault, match=sw.cache_match,
+                   partitions=PartitionBook.from_config(cfg))
 
     # ------------------------------------------------------------------ requests
 
@@ -300,6 +323,45 @@ class RuleUpdater:
         return (h in self._adds or h in self._dels or h in self._inflight
                 or self._withdrawing(self.installed.get(h)))
 
+    # ------------------------------------------------------------------ Ruleset 3
+
+    def _reconcile_chain(self, index: int) -> None:
+        """Queue Ruleset 3 rule `index` if the switch does not hold it as the book wants it."""
+        if index in self._chain_inflight:
+            self._chains.pop(index, None)  # looked at again when its barrier comes back
+        elif self.partitions.port(index) != self.partitions_installed.get(index):
+            self._chains.setdefault(index, self._next_seq())
+        else:
+            self._chains.pop(index, None)
+
+    def _need_partitions(self) -> PartitionBook:
+        if self.partitions is None:
+            raise ValueError("this updater has no Ruleset 3 book (partitions=None)")
+        return self.partitions
+
+    def move_slot(self, slot: int, read_port: Optional[int] = None, write_port: Optional[int] = None) -> list[int]:
+        """Point `slot`'s read and/or write rule elsewhere (PartitionBook.move); queues one ADD per
+        rule that changed (none if the switch already holds it so). Returns the changed indices."""
+        changed = self._need_partitions().move(slot, read_port, write_port)
+        for index in changed:
+            self._reconcile_chain(index)
+        return changed
+
+    def set_chains(self, chains: list[list[str]], ports: Mapping[str, int]) -> list[int]:
+        """A new chain table (slot -> [head, ..., tail] of db node names; `ports`: db node ->
+        switch port): read rules to the tails, write rules to the heads. Only the rules whose port
+        changed are queued. A bad table (ValueError naming chains[i]) changes nothing."""
+        changed = self._need_partitions().apply_chains(chains, dict(ports))
+        for index in changed:
+            self._reconcile_chain(index)
+        return changed
+
+    def chain_pending(self, indices: Optional[Iterable[int]] = None) -> bool:
+        """Some Ruleset 3 rule (of `indices`; None: any) is queued or in flight."""
+        if indices is None:
+            return bool(self._chains or self._chain_inflight)
+        return any(i in self._chains or i in self._chain_inflight for i in indices)
+
     # ------------------------------------------------------------------ cache node liveness
 
     @property
@@ -382,27 +444,36 @@ class RuleUpdater:
 
     # ------------------------------------------------------------------ switch connection
 
-    def switch_connected(self, table: Optional[Mapping[int, int]] = None) -> None:
+    def switch_connected(self, table: Optional[Mapping[int, int]] = None,
+                         partitions: Optional[Mapping[int, int]] = None) -> None:
         """A (re)connected switch. table None: its flows are not what we would program (or
-        unknown): flush and statics first, then every desired rule is re-added. table: its
-        statics are ours (flows.plan_table); keep them and take its Ruleset 2 (hash -> port) as
-        installed; only the difference to the book is sent. A rule to the port of a node out of
-        the cluster gets that node's withdrawal again."""
+        unknown): flush and statics first, then every Ruleset 3 rule and every desired Ruleset 2
+        rule is re-added. table: its statics are ours (flows.plan_table); keep them and take its
+        Ruleset 2 (hash -> port) and its Ruleset 3 (`partitions`, cookie index -> port; None: not
+        known, so every Ruleset 3 rule is sent again) as installed; only the difference to the
+        books is sent. A rule to the port of a node out of the cluster gets that node's
+        withdrawal again."""
         self._epoch += 1
         self._abandon_batch()
         self.connected = True
         old = set(self.installed) | set(self._dels)
+        self._chains.clear()
         if table is None:
             self._statics = deque(self._statics_template)
             self.installed = {}
+            self.partitions_installed = {}
         else:
             self._statics = deque()
             self.installed = {self.book.rule_hash(h): port for h, port in table.items()}
+            self.partitions_installed = dict(partitions or {})
             ports = set(self.installed.values())
             for node in sorted(self._out):
                 if self._ports[node] in ports and node not in self._withdrawals:
                     self._withdrawals[node] = self._next_seq()
         self._dels.clear()
+        if self.partitions is not None:
+            for index in self.partitions.indices():
+                self._reconcile_chain(index)
         for h in old | set(self._adds) | set(self.book.hashes()) | set(self.installed):
             self._reconcile(h)
 
@@ -424,6 +495,14 @@ class RuleUpdater:
                 self._withdraw_inflight.discard(it.node)
                 self._withdrawals[it.node] = it.seq
         self._withdrawals = dict(sorted(self._withdrawals.items(), key=lambda kv: kv[1]))
+        chains = [it for it in batch.items if it.kind == CHAIN]
+        for it in chains:
+            self._chain_inflight.pop(it.khash, None)
+        for it in chains:
+            self._reconcile_chain(it.khash)
+            if it.khash in self._chains:
+                self._chains[it.khash] = it.seq
+        self._chains = dict(sorted(self._chains.items(), key=lambda kv: kv[1]))
         items = [it for it in batch.items if it.kind in (ADD_RULE, DEL_RULE)]
         for it in items:
             self._inflight.pop(it.khash, None)
@@ -436,8 +515,8 @@ class RuleUpdater:
 
     @property
     def programmed(self) -> bool:
-        """Connected and every static flow-mod barrier-confirmed."""
-        return self.connected and not self._statics and not self._statics_inflight
+        """Connected, every static flow-mod barrier-confirmed and Ruleset 3 as the book wants it."""
+        return self.connected and not self._statics and not self._statics_inflight and not self.chain_pending()
 
     # ------------------------------------------------------------------ rate limiter
 
@@ -496,7 +575,7 @@ class RuleUpdater:
         """next_batch would send something, given budget."""
         if not self.connected or self._batch is not None:
             return False
-        if self._withdrawals or self._statics or (self._dels and self.synced):
+        if self._withdrawals or self._statics or self._chains or (self._dels and self.synced):
             return True
         adds = self._unblocked_adds()
         return bool(adds) and (self._room() or any(h in self.installed for h in adds))
@@ -519,8 +598,8 @@ class RuleUpdater:
     # ------------------------------------------------------------------ Algorithm 1
 
     def next_batch(self, now: float) -> Batch:
-        """Up to budget flow-mods: withdrawals, statics, then adds while they fit in C, else
-        deletes (those only once every cache node is synced)."""
+        """Up to budget flow-mods: withdrawals, statics, Ruleset 3 (CHAIN), then adds while they
+        fit in C, else deletes (those only once every cache node is synced)."""
         if not self.has_work():
             return Batch(epoch=self._epoch)
         budget = self.budget(now)
@@ -539,6 +618,14 @@ class RuleUpdater:
             fm = self._statics.popleft()
             batch.mods.append(fm)
             batch.items.append(_Item(STATIC))
+        # Ruleset 3 before Ruleset 2: a wrong rule here costs a whole slot's availability.
+        while not fenced and self._chains and len(batch) < budget:
+            index = next(iter(self._chains))
+            port = self.partitions.port(index)
+            it = _Item(CHAIN, index, port, self._chains.pop(index))
+            self._chain_inflight[index] = it
+            batch.mods.append(self.partitions.flowmod(index, port))
+            batch.items.append(it)
         if not fenced and len(batch) < budget and (self._adds or self._dels):
             adds = sorted(self._unblocked_adds(), key=lambda h: (-self._loads.get(h, 0.0), self._adds[h]))
             dels = iter(list(self._dels) if self.synced else [])
@@ -567,7 +654,7 @@ class RuleUpdater:
                 batch.items.append(it)
         if batch.mods:
             self._statics_inflight = sum(1 for it in batch.items if it.kind == STATIC)
-            self.ruleset2_flow_mods_sent += len(batch) - self._statics_inflight
+            self.ruleset2_flow_mods_sent += sum(1 for it in batch.items if it.kind in (ADD_RULE, DEL_RULE, WITHDRAW))
             self._batch = batch
             self._sent(now, len(batch))
         return batch
@@ -575,8 +662,8 @@ class RuleUpdater:
     @staticmethod
     def ruleset2_kinds(batch: Batch) -> list[Optional[str]]:
         """Per flow-mod of `batch`: "add", "delete" or "withdraw" for a Ruleset 2 change, None for
-        a static (flush, Ruleset 1, ARP, Ruleset 3). What the app's journal records."""
-        return [None if it.kind == STATIC else it.kind for it in batch.items]
+        a static (flush, Ruleset 1, ARP) or a Ruleset 3 rule. What the app's journal records."""
+        return [None if it.kind in (STATIC, CHAIN) else it.kind for it in batch.items]
 
     def batch_done(self, batch: Batch, errors: Optional[Mapping[int, str]] = None,
                    now: Optional[float] = None) -> None:
@@ -596,6 +683,17 @@ class RuleUpdater:
             if why is not None:
                 self.flow_mods_refused += 1
             if it.kind == STATIC:
+                continue
+            if it.kind == CHAIN:
+                self._chain_inflight.pop(it.khash, None)
+                if why is None:
+                    self.partitions_installed[it.khash] = it.port
+                else:
+                    # What the switch holds is unknown; the book cannot drop a slot, so it is sent
+                    # again (paced like everything else).
+                    self.ruleset3_refused += 1
+                    self.partitions_installed.pop(it.khash, None)
+                self._reconcile_chain(it.khash)
                 continue
             if it.kind == WITHDRAW:
                 self._withdraw_inflight.discard(it.node)
@@ -664,7 +762,10 @@ class RuleUpdater:
             "fault_no_rate_limit": int(self.fault == FAULT_NO_RATE_LIMIT),
             "flow_mods_in_flight": len(self._batch) if self._batch else 0,
             "flow_mods_refused": self.flow_mods_refused,
-            "static_pending": len(self._statics) + self._statics_inflight,
+            # Ruleset 3 is no static any more, but until its book moves it is what the statics
+            # were: every rule of it queued or in flight counts here.
+            "static_pending": len(self._statics) + self._statics_inflight + len(self._chains)
+            + len(self._chain_inflight),
             "withdrawals_queued": len(self._withdrawals) + len(self._withdraw_inflight),
             "cache_nodes_unsynced": len(self._unsynced),
             "rule_deletes_held": 0 if self.synced else len(self._dels),

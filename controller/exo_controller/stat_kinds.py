@@ -44,6 +44,13 @@ STATS: dict[str, Stat] = {
     "port_added": Stat(_C, "switch port-status messages: port added"),
     "port_deleted": Stat(_C, "switch port-status messages: port deleted"),
     "port_modified": Stat(_C, "switch port-status messages: port modified (link up or down)"),
+    # leadership.py / failover.py: controller failover (docs/design/replication.md, 5.4)
+    "controller_master": Stat(_G, "1 while this instance is master: elected and confirmed ROLE MASTER by the switch"),
+    "controller_generation": Stat(_G, "this instance's election generation (OpenFlow generation_id); 0 when standby"),
+    "role_master_confirmed": Stat(_C, "ROLE_REPLY(MASTER) with our generation: this instance started writing"),
+    "leader_elections_won": Stat(_C, "etcd elections this instance won"),
+    "leader_revokes": Stat(_C, "master leases this standby revoked after two refused Pings in a row"),
+    "not_master_refusals": Stat(_C, "AddCacheRules/RemoveCacheRules refused FAILED_PRECONDITION: this instance is not the master"),
     "cache_rules_accepted": Stat(_C, "cache rules AddCacheRules/RemoveCacheRules accepted"),
     "cache_rules_rejected": Stat(_C, "cache rules AddCacheRules/RemoveCacheRules refused (full, unknown node, switch error)"),
     # docs/security.md: refusals

@@ -47,6 +47,12 @@ grpc::Status ControlService::Fetch(grpc::ServerContext* ctx, const exo::FetchReq
     // The stripe lock orders this read against writes of the key: either the write finished
     // before (we return its value) or it starts after we marked the key (it is propagated).
     CachedKeys::Guard guard = cached_.lock_key(bytes_of(key));
+    // A write of the key not yet acknowledged by its chain: this node's value may differ from
+    // the tail's, which serves the key's GETs, so the cache node must not take either now.
+    if (chain_ && chain_->has_uncommitted(key)) {
+      fv->set_found(false);
+      continue;
+    }
     StoreResult r = store_.get(bytes_of(key), &value);
     // The mark must be durable before the value leaves: after a restart this node must still
     // know to propagate writes of the key, or the cache node would serve a stale value.

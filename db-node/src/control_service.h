@@ -17,6 +17,7 @@
 #include "counters.h"
 #include "exoproto/control.grpc.pb.h"
 #include "grpc_security.h"
+#include "replication/chain_runtime.h"
 #include "reporter.h"
 #include "resolver.h"
 #include "store.h"
@@ -55,6 +56,16 @@ class ControlService final : public exo::DbNode::Service {
   // the next REPORT will carry. Nothing is sent and nothing advances.
   grpc::Status HotKeys(grpc::ServerContext* ctx, const exo::StatsRequest* req,
                        exo::ReportRequest* rep) override;
+  // Chain replication (control_chain.cc): a write passed by this node's predecessor
+  // (FAILED_PRECONDITION when the caller is not it, nothing applied; UNAVAILABLE when it may be
+  // applied but the rest of the chain did not acknowledge), and the per-slot digests.
+  grpc::Status Replicate(grpc::ServerContext* ctx, const exo::ReplicateRequest* req,
+                         exo::ReplicateReply* rep) override;
+  grpc::Status SlotDigest(grpc::ServerContext* ctx, const exo::SlotDigestRequest* req,
+                          exo::SlotDigestReply* rep) override;
+  // The node's chain runtime; set before the server starts. Without one, Replicate fails
+  // FAILED_PRECONDITION (the wimpy emulator's nodes do not replicate).
+  void set_chain(ChainRuntime* chain) { chain_ = chain; }
 
   // The node's own counters and gauges now, in counter-list order: Stats replies them (then the
   // extra ones below); exo-db-node's /metrics page shows them. Safe from any thread.
@@ -74,6 +85,7 @@ class ControlService final : public exo::DbNode::Service {
   Resolver& resolver_;
   const CounterSet& all_;
   Counters& c_;
+  ChainRuntime* chain_ = nullptr;
   // OK when `cache_node` is the caller (Fetch/Evict), else the refusal, counted.
   grpc::Status check_cache_node(const grpc::ServerContext* ctx,
                                 const google::protobuf::MethodDescriptor* method,

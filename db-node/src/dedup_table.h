@@ -113,13 +113,19 @@ class DedupTable {
 class DedupClaim {
  public:
   DedupClaim(DedupTable& t, RequestId id) : t_(t), id_(id) {}
-  ~DedupClaim() { t_.release(id_); }
+  ~DedupClaim() {
+    if (!kept_) t_.release(id_);
+  }
   DedupClaim(const DedupClaim&) = delete;
   DedupClaim& operator=(const DedupClaim&) = delete;
+  // Leaves the id in flight past this scope: a chained write whose acknowledgement is still
+  // owed (replication/chain_runtime.h) answers none of its resends until it completes.
+  void keep() { kept_ = true; }
 
  private:
   DedupTable& t_;
   RequestId id_;
+  bool kept_ = false;
 };
 
 // The periodic sweep: deletes expired records from the store (Durability::kRelaxed: a record

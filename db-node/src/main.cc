@@ -53,14 +53,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
 #ifdef EXO_FAULTS
   std::string fault;
-  app.add_option("--fault", fault, "test build only: break the node on purpose (skip-prepare)");
+  app.add_option("--fault", fault, "test build only: break the node on purpose (skip-prepare, ack-at-head)");
 #endif
   CLI11_PARSE(app, argc, argv);
   exo::log_program() = "exo-db-node";
   exo::set_log_level(level);
 #ifdef EXO_FAULTS
   exo::log_program() = "exo-db-node-mutant";
-  if (std::string e; !exo::fault::select(fault, {exo::fault::kSkipPrepare}, &e)) {
+  if (std::string e; !exo::fault::select(fault, {exo::fault::kSkipPrepare, exo::fault::kAckAtHead}, &e)) {
     std::fprintf(stderr, "exo-db-node-mutant: %s\n", e.c_str());
     return 2;
   }

@@ -52,12 +52,16 @@ NodeParts::NodeParts(const Cluster& c, uint32_t index, KvStore& s,
       resolver(s, cached, propagator, counters.add_block()),
       txids(TxIdSource::from_clock()),
       detector(c.hot_keys, exo::steady_ms()),
-      ctx{c, index, s, cached, propagator, txids, dedup, resolver, &detector},
+      forwarder(c, security),
+      chain(c, index, s, cached, dedup, resolver, forwarder, counters.add_block()),
+      ctx{c, index, s, cached, propagator, txids, dedup, resolver, &detector, wall_clock_ms, &chain},
       sink(std::move(report_sink)),
       reporter(c.hot_keys, c.db_nodes[index].name, detector, counters, counters.add_block(),
                sink.get()),
       service(c, c.db_nodes[index].name, s, cached, resolver, counters, counters.add_block(),
-              &reporter) {}
+              &reporter) {
+  service.set_chain(&chain);
+}
 
 NodeParts::~NodeParts() { stop(); }
 

@@ -22,6 +22,8 @@
 #include "grpc_security.h"
 #include "hot_keys/hot_key_detector.h"
 #include "propagator.h"
+#include "replication/chain_runtime.h"
+#include "replication/forwarder.h"
 #include "reporter.h"
 #include "request_handler.h"
 #include "resolver.h"
@@ -69,7 +71,8 @@ class NodeParts {
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(500));
 
   // One delivery round of the resolver; one sweep of expired dedup records (warns on error).
-  size_t resolve_once() { return resolver.run_once(); }
+  // One delivery round of the resolver and one retry round of the chain runtime's uncommitted writes.
+  size_t resolve_once() { return resolver.run_once() + chain.resolve_once(); }
   void sweep_once();
 
   const DbNodeInfo& self() const { return cluster.db_nodes[self_index]; }
@@ -85,6 +88,8 @@ class NodeParts {
   Resolver resolver;
   TxIdSource txids;
   HotKeyDetector detector;
+  GrpcChainForwarder forwarder;  // Replicate calls to the next member of a chain
+  ChainRuntime chain;
   NodeContext ctx;
   std::unique_ptr<GrpcReportSink> sink;  // null when the node has no cache node
   Reporter reporter;

@@ -55,7 +55,12 @@ bool RequestHandler::accept(std::span<const uint8_t> frame, wire::FrameView* req
 
 const char* RequestHandler::refusal(const wire::FrameView& req, bool owned) {
   if (req.op() == wire::kGet) {
-    const bool dressed_as_forwarded = (req.flags & wire::kForwarded) || req.eth_dst[0] == kPrefixOther;
+    // A cache node forwards with prefix 0xAE; 0xBA is an older cache node's forward, still
+    // served at rf 1 for one release (docs/design/replication.md, 2.3). Either one, or the
+    // FORWARDED flag, claims the switch's mark.
+    const uint8_t prefix = req.eth_dst[0];
+    const bool dressed_as_forwarded =
+        (req.flags & wire::kForwarded) || prefix == kPrefixForwarded || prefix == kPrefixOther;
     if (dressed_as_forwarded && wire::ip_dscp(req) != wire::kForwardedDscp) {
       bump(c_.forwarded_unmarked_dropped);
       return "a forwarded GET that did not come from a cache node's port";
@@ -75,9 +80,36 @@ size_t RequestHandler::handle(std::span<const uint8_t> frame, std::span<uint8_t>
   return one.len;
 }
 
+RequestHandler::Route RequestHandler::route(const ChainTable* table, const wire::FrameView& req,
+                                            uint64_t hash, bool* owned) {
+  if (!table) return Route::kServe;
+  const ChainRole role = table->role(table->slot_of(hash), ctx_.self_index);
+  if (req.op() == wire::kGet) {
+    // Only the read server (the tail) has every acknowledged write of the slot; another member
+    // may lag (a middle) or lead (the head: writes not yet acknowledged), so it answers BUSY and
+    // the client retries (the switch's read rule sends GETs to the tail). Misrouted GETs here
+    // come from a forwarded GET with the write prefix (an older cache node) or a rule in motion.
+    *owned = role == ChainRole::kTail || role == ChainRole::kSole;
+    if (*owned) return Route::kServe;
+    bump(c_.not_reader_busy);
+    return Route::kBusy;
+  }
+  // Writes: only the head orders a slot's writes. Anywhere else no reply, not BUSY or
+  // BAD_REQUEST: either would end the client's resends of this request id, while a copy of it
+  // may still reach the real head once the switch's write rule points there, and be applied
+  // after the client was told it failed (design 3.7). The client's resend finds the head.
+  *owned = role == ChainRole::kHead || role == ChainRole::kSole;
+  if (*owned) return Route::kServe;
+  bump(role == ChainRole::kNone ? c_.wrong_owner_dropped : c_.not_head_dropped);
+  return Route::kDrop;
+}
+
 void RequestHandler::handle_burst(std::span<BurstItem> items) {
   gets_.clear();
   get_keys_.clear();
+  // One table for the whole burst (a new one may be swapped in meanwhile; the next burst sees it).
+  const std::shared_ptr<const ChainTable> chains =
+      ctx_.chain && ctx_.chain->replicates() ? ctx_.chain->table() : nullptr;
   for (size_t i = 0; i < items.size(); ++i) {
     BurstItem& it = items[i];
     it.len = 0;
@@ -85,11 +117,17 @@ void RequestHandler::handle_burst(std::span<BurstItem> items) {
     uint64_t hash = 0;
     bool owned = false;
     if (!accept(it.frame, &req, &hash, &owned)) continue;
+    const Route where = route(chains.get(), req, hash, &owned);
+    if (where == Route::kDrop) continue;
     if (const char* why = refusal(req, owned)) {
       // Answered BAD_REQUEST (never applied, no larger than the request: nothing to amplify),
       // so a sender that got here by a config mismatch learns it at once instead of retrying.
       LOG_DEBUG("refused %s", why);
       it.len = reply(req, it.out.first(std::min(it.out.size(), max_frame_)), wire::kBadRequest);
+      continue;
+    }
+    if (where == Route::kBusy) {
+      it.len = reply(req, it.out.first(std::min(it.out.size(), max_frame_)), wire::kBusy);
       continue;
     }
     switch (req.op()) {
@@ -100,7 +138,8 @@ void RequestHandler::handle_burst(std::span<BurstItem> items) {
         continue;
       case wire::kPut:
       case wire::kDelete:
-        it.len = handle_write(req, hash, it.out.first(std::min(it.out.size(), max_frame_)));
+        it.len = handle_write(req, hash, chains.get(),
+                              it.out.first(std::min(it.out.size(), max_frame_)));
         continue;
     }
     bump(c_.malformed_dropped);  // unreachable: parse() rejects other opcodes
@@ -148,7 +187,7 @@ size_t RequestHandler::answer_get(const wire::FrameView& req, const StoreResult&
 }
 
 size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
-                                    std::span<uint8_t> out) {
+                                    const ChainTable* table, std::span<uint8_t> out) {
   const bool is_delete = req.op() == wire::kDelete;
   bump(is_delete ? c_.deletes : c_.puts);
 
@@ -184,7 +223,15 @@ size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
     return reply(req, out, seen.record.status);
   }
   // Ours until a record replaces the claim (every answer below inserts one).
-  const DedupClaim claim(ctx_.dedup, id);
+  DedupClaim claim(ctx_.dedup, id);
+
+  // At most one write of a key travels down its chain at a time (design 3.8): an earlier one
+  // still unacknowledged is forwarded once more now, and if that fails too this one is refused.
+  if (table && ctx_.chain->has_uncommitted(as_sv(req.key)) &&
+      !ctx_.chain->settle(guard, as_sv(req.key))) {
+    LOG_DEBUG("write answered BUSY: an earlier write of the key is not through its chain yet");
+    return refuse(req, rec, wire::kBusy, out);
+  }
 
   // A key a cache node holds: the two-phase write, decided by the coordinator's CachedWrite
   // (coordinator/cached_write.h) and carried out by write_cached.cc. It first tries to deliver
@@ -193,7 +240,8 @@ size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
   // was untracked because its cache node dropped it, answered cached=false, or was forgotten, so
   // nothing there can serve it from a pending write.)
   if (const std::string* holder = guard.holder(as_sv(req.key))) {
-    if (const std::optional<size_t> n = write_cached(req, guard, *holder, rec, out)) return *n;
+    if (const std::optional<size_t> n = write_cached(req, guard, *holder, rec, hash, table, claim, out))
+      return *n;
   }
 
   // A DELETE of a key that does not exist answers NOT_FOUND (memcached's `delete` says whether
@@ -204,6 +252,9 @@ size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
     const StoreResult g = ctx_.store.get(req.key, &existing_);
     if (g.code == StoreResult::kNotFound) {
       rec.status = wire::kNotFound;
+      // Replicated like a write: a resend of this DELETE that reaches a later head must find
+      // the outcome there too, or it could delete another client's later PUT (design 3.2).
+      if (table) return write_chained(req, hash, *table, rec, /*apply_data=*/false, claim, out);
       const std::string k = request_key(id), v = encode_dedup(rec);
       const StoreOp op = StoreOp::put(Cf::kRequests, bytes_of(k), bytes_of(v));
       if (const StoreResult w = ctx_.store.write(std::span<const StoreOp>(&op, 1)); !w.ok()) {
@@ -219,6 +270,8 @@ size_t RequestHandler::handle_write(const wire::FrameView& req, uint64_t hash,
       return refuse(req, rec, wire::kError, out);
     }
   }
+
+  if (table) return write_chained(req, hash, *table, rec, /*apply_data=*/true, claim, out);
 
   const std::string dedup_key = request_key(id);
   const std::string dedup_value = encode_dedup(rec);

@@ -22,6 +22,7 @@
 #include "ms_clock.h"
 #include "propagator.h"
 #include "records.h"
+#include "replication/chain_runtime.h"
 #include "resolver.h"
 #include "store.h"
 #include "wire.h"
@@ -41,6 +42,9 @@ struct NodeContext {
   HotKeyDetector* hot_keys = nullptr;  // null: no hot-key detection (no GET is sampled)
   // Dedup record times: the wall clock, because records outlive the process (tests drive it).
   Clock wall_ms = wall_clock_ms;
+  // Chain replication (docs/design/replication.md). Null, or a table whose chains all have one
+  // node: every slot's owner takes its writes and serves its GETs, nothing is forwarded.
+  ChainRuntime* chain = nullptr;
 
   const DbNodeInfo& self() const { return cluster.db_nodes[self_index]; }
 };
@@ -74,8 +78,8 @@ class RequestHandler {
   // Why a request must not be served here (data-plane hygiene, docs/switch-rules.md), counted;
   // nullptr when it may. A write for a key of another node's partition (it would be applied
   // and acknowledged but never read again: reads go to the owner), or a GET dressed as a cache
-  // node's forwarded miss (prefix 0xBA or FORWARDED) without the DSCP the switch writes on
-  // frames from cache-node ports (wire::kForwardedDscp): a client's forgery.
+  // node's forwarded miss (prefix 0xAE, an older cache node's 0xBA, or FORWARDED) without the
+  // DSCP the switch writes on frames from cache-node ports (wire::kForwardedDscp): a forgery.
   const char* refusal(const wire::FrameView& req, bool owned);
   // A GET's counters and hot-key sampling (before its read); `owned`: only GETs of this
   // node's keys feed its hot-key detector (its REPORTs speak for its own partitions).
@@ -83,15 +87,33 @@ class RequestHandler {
   // A GET's reply from its read.
   size_t answer_get(const wire::FrameView& req, const StoreResult& r, const std::string& value,
                     std::span<uint8_t> out);
+  // Where a request of a replicated slot goes (docs/design/replication.md, 3.7): served here,
+  // dropped without a reply (a write this node is not the head for), or answered BUSY (a GET
+  // this node is not the read server for). Always kServe when `table` is null.
+  enum class Route : uint8_t { kServe, kDrop, kBusy };
+  Route route(const ChainTable* table, const wire::FrameView& req, uint64_t hash, bool* owned);
   // Dedup check, then write_cached() for a key a cache node holds, else the uncached write.
-  // Wire status of a write: OK applied; BUSY and ERROR definitely not applied.
-  size_t handle_write(const wire::FrameView& req, uint64_t hash, std::span<uint8_t> out);
+  // Wire status of a write: OK applied; BUSY and ERROR definitely not applied. `table`: the
+  // chain table when the cluster replicates (this node is the key's head), else null.
+  size_t handle_write(const wire::FrameView& req, uint64_t hash, const ChainTable* table,
+                      std::span<uint8_t> out);
+  // An uncached write at a replicated slot's head (write_chained.cc): applied here with its
+  // outcome record, passed down the chain, answered once the tail has it. `apply_data` false:
+  // only the outcome record (a DELETE of a missing key, rec.status NOT_FOUND). Returns 0 (no
+  // reply: the client resends) when the rest of the chain did not acknowledge; the write is
+  // then left to the chain runtime and `claim` kept, so resends wait for its outcome.
+  size_t write_chained(const wire::FrameView& req, uint64_t hash, const ChainTable& table,
+                       const DedupRecord& rec, bool apply_data, DedupClaim& claim,
+                       std::span<uint8_t> out);
   // The two-phase write of a key `cache_node` holds (write_cached.cc: the shell of the
   // coordinator's CachedWrite). `guard` is the key's stripe lock; `rec` is the dedup record to
   // keep if the write is applied. Empty when the key turned out untracked (settling its
   // earlier decision was answered cached=false): the caller writes it uncached.
+  // `table`: the chain table when the slot replicates (the write then goes down the chain
+  // before the local commit; `claim` is kept if it is left to the chain runtime).
   std::optional<size_t> write_cached(const wire::FrameView& req, CachedKeys::Guard& guard,
                                      const std::string& cache_node, const DedupRecord& rec,
+                                     uint64_t hash, const ChainTable* table, DedupClaim& claim,
                                      std::span<uint8_t> out);
   size_t reply(const wire::FrameView& req, std::span<uint8_t> out, uint8_t status,
                std::span<const uint8_t> value = {});

@@ -4,6 +4,8 @@
 // docs/two-phase-commit.md). Here the steps are only carried out, under the key's stripe lock:
 // the RocksDB transaction, the Prepare and Commit RPCs, marks, the resolver, the dedup table,
 // counters and the reply.
+#include <cstdlib>
+
 #include "coordinator/cached_write.h"
 #include "coordinator_shell.h"
 #include "log.h"
@@ -14,7 +16,8 @@ namespace exo::db {
 std::optional<size_t> RequestHandler::write_cached(const wire::FrameView& req,
                                                    CachedKeys::Guard& guard,
                                                    const std::string& holder,
-                                                   const DedupRecord& rec,
+                                                   const DedupRecord& rec, uint64_t hash,
+                                                   const ChainTable* table, DedupClaim& claim,
                                                    std::span<uint8_t> out) {
   const std::string cache_node = holder;  // an unmark frees the map's copy
   const RequestId id{req.client_id, req.seq};
@@ -30,7 +33,9 @@ std::optional<size_t> RequestHandler::write_cached(const wire::FrameView& req,
   r.cache_node = cache_node;
   r.dedup_key = bytes_of(dedup_key);
   r.dedup_value = bytes_of(dedup_value);
+  r.replicate = table != nullptr;
   CachedWrite w(r);
+  std::optional<UncommittedWrite> chained;  // replicating: what went down the chain
   const auto tx = static_cast<unsigned long long>(r.txid);
 
   std::unique_ptr<StoreTxn> txn;
@@ -75,10 +80,42 @@ std::optional<size_t> RequestHandler::write_cached(const wire::FrameView& req,
 
       case Act::kTxnCommit: {
         const StoreResult s = txn->commit();
+        if (!s.ok() && chained) {
+          // The chain has the write (the tail serves it): an ERROR and an Abort would both be
+          // lies. The node stops; its chains go on without it (design 3.4).
+          LOG_ERROR("commit of txid %llu after the chain acknowledged it failed: %s; stopping", tx,
+                    s.error.c_str());
+          std::_Exit(1);
+        }
         if (!s.ok())
           LOG_WARN("%s not applied, commit of txid %llu failed: %s", what, tx, s.error.c_str());
         return Event::local_committed(s.ok());
       }
+
+      case Act::kReplicate: {
+        chained.emplace();
+        chained->hash = hash;
+        chained->id = id;
+        chained->record = rec;
+        chained->req = ctx_.chain->make_request(*table, table->slot_of(hash), id, true, is_delete,
+                                                req.key, req.value, rec);
+        const ForwardOutcome f = ctx_.chain->forward(chained->req);
+        if (f.code == ForwardOutcome::kAcked) {
+          bump(c_.chain_writes);
+          return Event::chain_replied(ChainReply::kAcked);
+        }
+        LOG_DEBUG("%s of txid %llu not acknowledged by the chain: %s", what, tx, f.error.c_str());
+        return Event::chain_replied(ChainReply::kUncertain);
+      }
+
+      case Act::kDeferReplication:
+        // No reply; the resend waits on the kept claim until the chain runtime completes it.
+        chained->txn = std::move(txn);
+        chained->cache_node = cache_node;
+        chained->txid = r.txid;
+        claim.keep();
+        ctx_.chain->defer(std::move(*chained));
+        return std::nullopt;
 
       case Act::kTxnRollback:
         if (txn) {

@@ -132,11 +132,14 @@ TEST_F(DbAuthzTest, AProxyMayCallNothingAndRefusalsShowInStats) {
   exo::StatsReply st;
   exo::ReportRequest hk;
   exo::ForgetCacheNodeReply fg;
+  exo::ReplicateReply rp;
+  exo::SlotDigestReply sd;
   std::vector<grpc::Status> got;
   {
-    grpc::ClientContext c[5];
+    grpc::ClientContext c[7];
     got = {proxy->Fetch(&c[0], {}, &f), proxy->Evict(&c[1], {}, &e), proxy->Stats(&c[2], {}, &st),
-           proxy->HotKeys(&c[3], {}, &hk), proxy->ForgetCacheNode(&c[4], {}, &fg)};
+           proxy->HotKeys(&c[3], {}, &hk), proxy->ForgetCacheNode(&c[4], {}, &fg),
+           proxy->Replicate(&c[5], {}, &rp), proxy->SlotDigest(&c[6], {}, &sd)};
   }
   ASSERT_EQ(got.size(), static_cast<size_t>(exo::rpc_method("exo.DbNode.Stats")->service()->method_count()));
   for (const auto& s : got) EXPECT_EQ(s.error_code(), Code::PERMISSION_DENIED) << s.error_message();
@@ -154,10 +157,13 @@ std::vector<grpc::Status> call_every_rpc(exo::DbNode::Stub& stub) {
   exo::StatsReply st;
   exo::ReportRequest hk;
   exo::ForgetCacheNodeReply fg;
-  grpc::ClientContext c[5];
+  exo::ReplicateReply rp;
+  exo::SlotDigestReply sd;
+  grpc::ClientContext c[7];
   for (auto& ctx : c) ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   return {stub.Fetch(&c[0], {}, &f), stub.Evict(&c[1], {}, &e), stub.Stats(&c[2], {}, &st),
-          stub.HotKeys(&c[3], {}, &hk), stub.ForgetCacheNode(&c[4], {}, &fg)};
+          stub.HotKeys(&c[3], {}, &hk), stub.ForgetCacheNode(&c[4], {}, &fg),
+          stub.Replicate(&c[5], {}, &rp), stub.SlotDigest(&c[6], {}, &sd)};
 }
 
 TEST_F(DbAuthzTest, WithoutACertificateEveryRpcIsUnauthenticatedAndCounted) {

@@ -41,6 +41,8 @@ inline const std::vector<EventCase>& all_events() {
       {"txlog_deleted(failed)", Event::txlog_deleted(false)},
       {"attempt", Event::attempt()},
       {"forget", Event::forget()},
+      {"chain_replied(acked)", Event::chain_replied(ChainReply::kAcked)},
+      {"chain_replied(uncertain)", Event::chain_replied(ChainReply::kUncertain)},
   };
   return events;
 }

@@ -114,7 +114,8 @@ TEST(CachedWriteTable, EveryStateTimesEveryEventIsAsWritten) {
     const bool fresh = rows.emplace(std::make_pair(r.from, std::string(r.event)), &r).second;
     EXPECT_TRUE(fresh) << "table lists " << name(r.from) << " x " << r.event << " twice";
   }
-  ASSERT_EQ(paths().size(), CachedWrite::kNumStates);
+  // Every state but the two only a replicating write reaches (the rf > 1 table below).
+  ASSERT_EQ(paths().size(), CachedWrite::kNumStates - 2);
   Fixture f;
   size_t pairs = 0, used = 0;
   for (const auto& [state, path] : paths()) {
@@ -141,8 +142,59 @@ TEST(CachedWriteTable, EveryStateTimesEveryEventIsAsWritten) {
       EXPECT_EQ(got.awaited() != nullptr, !w.finished());
     }
   }
-  EXPECT_EQ(pairs, CachedWrite::kNumStates * all_events().size());
+  EXPECT_EQ(pairs, (CachedWrite::kNumStates - 2) * all_events().size());
   EXPECT_EQ(used, table().size());  // every row was reachable and checked
+}
+
+// Replication factor > 1 (docs/design/replication.md 3.4): the rows that differ from the table
+// above, and the two states only a replicating write reaches. Every other row is the same.
+const std::vector<Row>& replicated_table() {
+  static const std::vector<Row> rows = {
+      {S::kPrepareSent, "prepare_replied(prepared)", S::kReplicating, "replicate*"},
+      {S::kPrepareSent, "prepare_replied(not cached)", S::kReplicating, "replicate*"},
+      {S::kReplicating, "chain_replied(acked)", S::kCommittingPrepared, "txn-commit*"},
+      {S::kReplicating, "chain_replied(uncertain)", S::kDeferredReplication, "defer-replication"},
+  };
+  return rows;
+}
+
+TEST(CachedWriteTable, AReplicatingWriteGoesDownTheChainBeforeTheDecision) {
+  Fixture f;
+  CachedWrite::Request r = f.request();
+  r.replicate = true;
+  for (const Row& row : replicated_table()) {
+    SCOPED_TRACE(std::string(name(row.from)) + " x " + row.event);
+    CachedWrite w(r);
+    std::vector<const char*> path = {"arrived(none)", "local_prepared(ok)"};
+    if (row.from == S::kReplicating) path.push_back("prepare_replied(prepared)");
+    for (const char* e : path) ASSERT_FALSE(w.on(event_named(e)).empty()) << e;
+    ASSERT_EQ(w.state(), row.from);
+    EXPECT_EQ(describe(w.on(event_named(row.event))), row.actions);
+    EXPECT_EQ(w.state(), row.to) << name(w.state());
+    EXPECT_EQ(w.rejected(), 0u);
+  }
+  // In replicating, every other event is rejected; deferred-replication is final and silent:
+  // no reply (nothing is known) and no Abort (a member may have the write).
+  for (const EventCase& ev : all_events()) {
+    if (ev.event.kind == On::kChainReplied) continue;
+    CachedWrite w(r);
+    for (const char* e : {"arrived(none)", "local_prepared(ok)", "prepare_replied(prepared)"})
+      ASSERT_FALSE(w.on(event_named(e)).empty());
+    EXPECT_TRUE(w.on(ev.event).empty()) << ev.name;
+    EXPECT_EQ(w.state(), S::kReplicating);
+  }
+  CachedWrite w(r);
+  for (const char* e : {"arrived(none)", "local_prepared(ok)", "prepare_replied(not cached)",
+                        "chain_replied(acked)"})
+    ASSERT_FALSE(w.on(event_named(e)).empty()) << e;
+  EXPECT_EQ(w.state(), S::kCommittingNotCached);  // the cache node's answer is remembered
+  EXPECT_TRUE(w.finished() == false);
+  CachedWrite d(r);
+  for (const char* e : {"arrived(none)", "local_prepared(ok)", "prepare_replied(prepared)",
+                        "chain_replied(uncertain)"})
+    ASSERT_FALSE(d.on(event_named(e)).empty()) << e;
+  EXPECT_TRUE(d.finished());
+  for (const EventCase& ev : all_events()) EXPECT_TRUE(d.on(ev.event).empty()) << ev.name;
 }
 
 // Every reply in the table, by the state it ends in: OK only after the local commit, BUSY and

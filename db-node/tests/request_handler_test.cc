@@ -195,35 +195,41 @@ TEST_F(HandlerTest, WritesForAnotherNodesKeysAreRefusedAndCounted) {
 }
 
 // A cache node forwards a miss with the client's own addresses, so only the switch can vouch
-// for it: it stamps wire::kForwardedDscp on frames with prefix 0xBA from cache-node ports and
-// drops client frames that carry it. A GET dressed as a forwarded miss (prefix 0xBA, or the
-// FORWARDED flag) without the mark came from a client: refused, BAD_REQUEST, counted.
+// for it: it stamps wire::kForwardedDscp on frames with prefix 0xAE from cache-node ports and
+// drops client frames with that prefix or the mark. A GET dressed as a forwarded miss (prefix
+// 0xAE, an older cache node's 0xBA, or the FORWARDED flag) without the mark came from a client:
+// refused, BAD_REQUEST, counted.
 TEST_F(HandlerTest, ForwardedGetsWithoutTheCachePortMarkAreRefused) {
   store.data[key] = "v";
-  const auto forged = {request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixOther),
-                       request(wire::kGet, key, "", 2, 0, 7777, kPrefixOther),
-                       request(wire::kGet, key, "", 3, wire::kForwarded, 7777, kPrefixGet)};
+  const auto forged = {request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixForwarded),
+                       request(wire::kGet, key, "", 2, 0, 7777, kPrefixForwarded),
+                       request(wire::kGet, key, "", 3, wire::kForwarded, 7777, kPrefixOther),
+                       request(wire::kGet, key, "", 4, 0, 7777, kPrefixOther),
+                       request(wire::kGet, key, "", 5, wire::kForwarded, 7777, kPrefixGet)};
   for (const auto& f : forged) {
     const wire::FrameView r = send(f);
     EXPECT_EQ(r.status, wire::kBadRequest);
     EXPECT_EQ(r.value.size(), 0u);
   }
-  EXPECT_EQ(counter(c, "forwarded_unmarked_dropped"), 3u);
+  EXPECT_EQ(counter(c, "forwarded_unmarked_dropped"), 5u);
   EXPECT_EQ(counter(c, "forwarded_gets"), 0u);
   EXPECT_EQ(counter(c, "gets"), 0u);
-  // The mark on a write or a plain GET changes nothing; a marked forwarded GET is served.
-  EXPECT_EQ(send(from_cache_port(request(wire::kPut, key, "w", 4))).status, wire::kOk);
-  EXPECT_EQ(str(send(from_cache_port(request(wire::kGet, key, "", 5, wire::kForwarded, 7777,
+  // The mark on a write or a plain GET changes nothing; a marked forwarded GET is served, with
+  // prefix 0xAE (what a cache node sends) and, at rf 1, with an older cache node's 0xBA.
+  EXPECT_EQ(send(from_cache_port(request(wire::kPut, key, "w", 6))).status, wire::kOk);
+  EXPECT_EQ(str(send(from_cache_port(request(wire::kGet, key, "", 7, wire::kForwarded, 7777,
+                                              kPrefixForwarded))).value), "w");
+  EXPECT_EQ(str(send(from_cache_port(request(wire::kGet, key, "", 8, wire::kForwarded, 7777,
                                               kPrefixOther))).value), "w");
-  EXPECT_EQ(str(send(request(wire::kGet, key, "", 6)).value), "w");
-  EXPECT_EQ(counter(c, "forwarded_unmarked_dropped"), 3u);
-  EXPECT_EQ(counter(c, "forwarded_gets"), 1u);
+  EXPECT_EQ(str(send(request(wire::kGet, key, "", 9)).value), "w");
+  EXPECT_EQ(counter(c, "forwarded_unmarked_dropped"), 5u);
+  EXPECT_EQ(counter(c, "forwarded_gets"), 2u);
 }
 
 TEST_F(HandlerTest, ForwardedGetsAreCountedAndTheirRepliesCarryNoFlags) {
   store.data[key] = "v";
   const wire::FrameView fwd =
-      send(from_cache_port(request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixOther)));
+      send(from_cache_port(request(wire::kGet, key, "", 1, wire::kForwarded, 7777, kPrefixForwarded)));
   // FORWARDED is a request flag: no reply carries it (docs/wire-format.md, "Flags in replies").
   EXPECT_EQ(fwd.flags, 0);
   EXPECT_EQ(fwd.status, wire::kOk);
@@ -389,7 +395,7 @@ TEST_F(HandlerTest, SampledGetsFeedTheHotKeyDetector) {
   RequestHandler hh(hot_ctx, hc);
   store.data[key] = "v";
   hh.handle(request(wire::kGet, key, "", 1), out);
-  hh.handle(from_cache_port(request(wire::kGet, key, "", 2, wire::kForwarded, 7777, kPrefixOther)), out);
+  hh.handle(from_cache_port(request(wire::kGet, key, "", 2, wire::kForwarded, 7777, kPrefixForwarded)), out);
   hh.handle(request(wire::kGet, key_owned_by(cluster, 0, "absent"), "", 3), out);  // NOT_FOUND reads count as reads
   hh.handle(request(wire::kPut, key, "w", 4), out);
   hh.handle(request(wire::kDelete, key, "", 5), out);

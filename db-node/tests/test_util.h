@@ -98,7 +98,7 @@ inline std::vector<uint8_t> request(uint8_t op, const std::string& key, const st
   return f;
 }
 
-// What the switch does to a frame with prefix 0xBA that arrives on a cache node's port: it sets
+// What the switch does to a frame with prefix 0xAE that arrives on a cache node's port: it sets
 // the IPv4 DSCP to wire::kForwardedDscp (docs/switch-rules.md, "Ingress hygiene") and the
 // header checksum with it. A forwarded GET without it is a client's forgery to a db node.
 inline std::vector<uint8_t> from_cache_port(std::vector<uint8_t> f) {

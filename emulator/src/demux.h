@@ -2,10 +2,12 @@
 // db node's request handler). The switch already did the routing (Ruleset 3: key-hash range ->
 // the emulator's port; Ruleset 1: node MAC -> port), so the emulator repeats the same decision
 // locally from the frame's destination MAC:
-//   0xAA/0xBA:<hash40>  a request: the node owning the hash (cluster.owner_index) if hosted here
-//   a hosted node's MAC the frame goes to that node (its handler ignores what is not a request)
-//   anything else       foreign (ARP, broadcast, other hosts' traffic, keys of nodes not hosted
-//                       here): not any node's, dropped and counted by the caller
+//   0xAA/0xAE/0xBA:<hash40>  a request (wire::is_request_mac): the node owning the hash
+//                            (cluster.owner_index) if hosted here
+//   a hosted node's MAC      the frame goes to that node (its handler ignores what is not a
+//                            request)
+//   anything else            foreign (ARP, broadcast, other hosts' traffic, keys of nodes not
+//                            hosted here): not any node's, dropped and counted by the caller
 // A frame whose source MAC is a hosted node's is our own reply seen again by the capture
 // socket (AF_PACKET delivers outgoing frames to RX too); it is dropped before routing.
 #pragma once

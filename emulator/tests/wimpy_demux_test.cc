@@ -38,10 +38,12 @@ TEST_F(DemuxTest, RequestsGoToTheNodeOwningTheKeyHash) {
         EXPECT_EQ(r.kind, Route::kNode) << k;
         EXPECT_EQ(r.node, static_cast<uint32_t>(d.slot_of(owner))) << k;
       }
-      // A forwarded GET (0xBA) too.
-      const Route f = d.route(request(wire::kGet, k, "", 1, wire::kForwarded, 7777, kPrefixOther));
-      EXPECT_EQ(f.kind, Route::kNode);
-      EXPECT_EQ(f.node, static_cast<uint32_t>(d.slot_of(owner)));
+      // A GET a cache node forwards (0xAE), and an older cache node's forward (0xBA), too.
+      for (uint8_t prefix : {kPrefixForwarded, kPrefixOther}) {
+        const Route f = d.route(request(wire::kGet, k, "", 1, wire::kForwarded, 7777, prefix));
+        EXPECT_EQ(f.kind, Route::kNode) << int(prefix);
+        EXPECT_EQ(f.node, static_cast<uint32_t>(d.slot_of(owner))) << int(prefix);
+      }
     }
   }
 }

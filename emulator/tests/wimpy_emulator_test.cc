@@ -129,7 +129,7 @@ TEST_F(EmulatorTest, HostedNodesRefuseWritesOfOtherNodesKeysAndUnmarkedForwarded
   EXPECT_EQ(counter(emu->node(1), "puts"), 1u);
 
   const std::string mine = key_owned_by(cluster, 0);
-  const auto forged = request(wire::kGet, mine, "", 3, wire::kForwarded, 7777, kPrefixOther);
+  const auto forged = request(wire::kGet, mine, "", 3, wire::kForwarded, 7777, kPrefixForwarded);
   EXPECT_EQ(reply(send(forged)).status, wire::kBadRequest);
   EXPECT_EQ(counter(emu->node(0), "forwarded_unmarked_dropped"), 1u);
   EXPECT_EQ(reply(send(db::testing::from_cache_port(forged))).status, wire::kOk);

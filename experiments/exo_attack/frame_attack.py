@@ -5,7 +5,8 @@
 
     spoof        PUTs whose source MAC and IP are another client's: replies (up to 20x larger
                  than a GET) would go to the victim
-    forwarded    GETs dressed as a cache node's forwarded misses (prefix 0xBA, FORWARDED flag)
+    forwarded    GETs dressed as a cache node's forwarded misses (FORWARDED flag; prefix --prefix,
+                 by default 0xBA, the prefix forwards had before 0xAE)
     wrong_owner  a PUT whose destination carries the hash of another key, owned by another db
                  node: applied there, it would be acknowledged and never read again
     flood        GETs as fast as this host can send, for --seconds
@@ -92,7 +93,7 @@ def run(a) -> dict:
     elif a.attack == "forwarded":
         for i in range(a.count):
             tx.send(_frame(key, key, wire.OP_GET, mac, ip, a.udp_port, flags=wire.FLAG_FORWARDED,
-                           prefix=PREFIX_OTHER, seq=i + 1, dscp=a.dscp))
+                           prefix=a.prefix or PREFIX_OTHER, seq=i + 1, dscp=a.dscp))
             sent += 1
     elif a.attack == "wrong_owner":
         for i in range(a.count):
@@ -128,11 +129,15 @@ def main(argv=None) -> int:
     ap.add_argument("--victim-ip", default="")
     ap.add_argument("--count", type=int, default=20)
     ap.add_argument("--dscp", type=int, default=0, help="forwarded: the IPv4 DSCP the frames carry")
+    ap.add_argument("--prefix", type=int, default=0,
+                    help="forwarded: the dst MAC's first byte (e.g. 174 = 0xAE); 0: 0xBA")
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--udp-port", type=int, default=7777)
     ap.add_argument("--listen-s", type=float, default=1.0, help="how long to count replies after sending")
     ap.add_argument("--out", required=True, type=Path)
     a = ap.parse_args(argv)
+    if not 0 <= a.prefix <= 0xFF:
+        ap.error(f"--prefix: {a.prefix} is not a byte (0-255)")
     a.out.write_text(json.dumps(run(a)))
     return 0
 

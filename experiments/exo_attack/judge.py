@@ -105,6 +105,8 @@ class Judge:
             args += ["--seconds", str(a["seconds"]), "--listen-s", "0.2"]
         if a.get("dscp"):
             args += ["--dscp", str(a["dscp"])]
+        if a.get("prefix"):
+            args += ["--prefix", str(a["prefix"])]
         flood = a["attack"] == "flood"
         meter_before = switch_counters.meter_in_and_dropped(self.cfg, self.attacker) if flood else None
         r = self._in_attacker_host("exo_attack.frame_attack", args)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from exo_chaos.worker import chaos_key
+from exoskeleton.keyhash import PREFIX_FORWARDED
 from exoskeleton.wire import FORWARDED_DSCP
 
 FULL_IDENTITIES = ("nocert", "rogue", "proxy", "plaintext")
@@ -96,13 +97,16 @@ def attacks(cfg, keys: list[int], quick: bool) -> list[Attack]:
     out += [
         Attack("spoofed_source_mac_ip", "frame", "switch", "switch:client_source",
                {"attack": "spoof", "key": _key_routed_to(cfg, db0, "attack:spoof")}),
-        # A forwarded GET looks like a PUT to OpenFlow (both 0xBA); the switch marks those from
-        # cache-node ports with a DSCP and drops a client's frame that carries the mark; the
-        # owning db node refuses an unmarked one (docs/switch-rules.md, "Ingress hygiene").
-        Attack("forwarded_frames_from_client", "frame", db0, f"{db0}:forwarded_unmarked_dropped",
+        # A cache node forwards GETs with prefix 0xAE: the switch drops every client frame with
+        # it, and marks those from cache-node ports with a DSCP. Old-style forwards (0xBA, which
+        # OpenFlow cannot tell from a PUT): the switch drops a client's that carries the mark and
+        # the owning db node refuses an unmarked one (docs/switch-rules.md, "Ingress hygiene").
+        Attack("forwarded_frames_from_client", "frame", "switch", "switch:client_forwarded",
+               {"attack": "forwarded", "key": key, "prefix": PREFIX_FORWARDED}),
+        Attack("forwarded_frames_from_client/old_prefix", "frame", db0, f"{db0}:forwarded_unmarked_dropped",
                {"attack": "forwarded", "key": key}),
-        Attack("forwarded_frames_from_client/with_cache_mark", "frame", "switch", "switch:client_forwarded",
-               {"attack": "forwarded", "key": key, "dscp": FORWARDED_DSCP}),
+        Attack("forwarded_frames_from_client/old_prefix_with_cache_mark", "frame", "switch",
+               "switch:client_forwarded", {"attack": "forwarded", "key": key, "dscp": FORWARDED_DSCP}),
         Attack("write_to_wrong_db_node", "frame", db1, f"{db1}:wrong_owner_dropped",
                {"attack": "wrong_owner", "key": _key_routed_to(cfg, db0, "attack:wrong"),
                 "route_key": _key_routed_to(cfg, db1, "attack:route")}),

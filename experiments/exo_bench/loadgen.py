@@ -35,6 +35,7 @@ class Loadgen:
     value_size: int = 512
     count: int = 0
     core: int = GEN_CORE  # the proxy case's direct comparison runs it on the proxy's core
+    get_ratio: float = 1.0  # share of GETs, the rest PUTs (the replication cases' write phase: 0)
 
     def argv(self, t: Target, rate: float, out: Path) -> list[str]:
         a = [str(self.binary), "--config", str(self.config), "--client", self.client,
@@ -44,6 +45,8 @@ class Loadgen:
              "--seed", str(self.seed), "--out", str(out), "--quiet"]
         if t.protocol != "exo":
             a += ["--protocol", t.protocol]
+        if self.get_ratio != 1.0:
+            a += ["--get-ratio", f"{self.get_ratio:g}"]
         for k in ("mac", "ip", "port"):
             if k in t.dst:
                 a += [f"--dst-{k}", str(t.dst[k])]

@@ -103,12 +103,33 @@ def veth_link(tag: str, gen_mac: str, gen_ip: str, srv_mac: str, srv_ip: str,
             sh("ip", "netns", "del", ns, check=False)
 
 
+@contextmanager
+def stub_netns(tag: str, name: str, mac: str, ip: str) -> Iterator[Endpoint]:
+    """A namespace of its own for a process that needs an interface but no traffic on it (a
+    chain's middle or tail in the replication cases: its writes come over gRPC on a unix
+    socket, which crosses namespaces): one dummy interface, up, with the node's MAC and IP."""
+    ns = _ns_name("stub", f"{tag}{name}")
+    iface = f"{PREFIX}d{name}"[:15]
+    made = False
+    try:
+        sh("ip", "netns", "add", ns)
+        made = True
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "-n", ns, "link", "add", iface, "type", "dummy")
+        sh("ip", "-n", ns, "link", "set", iface, "address", mac, "up")
+        sh("ip", "-n", ns, "addr", "add", f"{ip}/8", "dev", iface)
+        yield Endpoint(ns, iface, mac, ip)
+    finally:
+        if made:
+            sh("ip", "netns", "del", ns, check=False)
+
+
 def sweep_stale() -> list[str]:
     """Remove namespaces and bridges of bench runs whose process is gone. Returns their names."""
     gone = []
     ns_list = sh("ip", "netns", "list", check=False).stdout.split()
     for name in ns_list:
-        m = re.match(rf"^{PREFIX}-(gen|srv)-(\d+)-", name)
+        m = re.match(rf"^{PREFIX}-(gen|srv|stub)-(\d+)-", name)
         if m and not Path(f"/proc/{m.group(2)}").exists():
             sh("ip", "netns", "del", name, check=False)
             gone.append(name)

@@ -35,11 +35,13 @@ from typing import Optional
 
 from exo_common.partitions import slot_of
 from exo_harness.history import History
+from exo_topo import ovs
 from exo_topo.cluster import EmulatedCluster
 from exo_topo.configgen import emulation_config
 from exoskeleton.keyhash import key_hash
 
 from . import linearizability, metrics
+from .convergence import chain_digests
 from .faults import Fault, Links, now_ns, run_fault
 from .worker import chaos_key
 
@@ -52,15 +54,38 @@ CAMPAIGN_CLIENT = "client3"
 # workers on the same ticks, so operations on one key overlap (overlap_share).
 BURST, TICK = 6, 0.02
 # Mutant name -> the kind of node that runs it (docs/chaos.md, "Mutants").
-MUTANTS = {"skip-prepare": "db", "serve-stale": "cache"}
+MUTANTS = {"skip-prepare": "db", "serve-stale": "cache", "ack-at-head": "db"}
+# A mutant that breaks only replication needs chains of more than one node to show.
+MUTANT_REPLICATION = {"ack-at-head": 3}
 BASELINE_S = 3.0  # throughput baseline: the 3 s before each injection
 
 
-def build_config(run_dir: Path, openflow_port: int):
+def build_config(run_dir: Path, openflow_port: int, replication: int = 1, cache_fill: bool = True):
+    """replication > 1: three db nodes in chains of `replication`, and 16 slots instead of 256
+    (two Ruleset 3 rules per slot at R = 50/s: docs/design/replication.md, "Rule budget").
+    cache_fill False: no key is ever cached, so every GET is served by a chain's tail."""
+    extra: dict = {}
+    if not cache_fill:
+        extra["cache_fill"] = {"enabled": False}
+    switch = {"cache_rule_capacity": 256}
+    if replication > 1:
+        extra["replication"] = {"factor": replication}
+        switch["partition_bits"] = 4
     return emulation_config(
-        n_cache=2, n_db=2, n_clients=len(WORKERS) + 1, run_dir=run_dir, cache_capacity=40,
-        controller={"openflow_port": openflow_port}, switch={"cache_rule_capacity": 256},
-        hot_keys={"sample_rate": 1.0})
+        n_cache=2, n_db=max(2, replication), n_clients=len(WORKERS) + 1, run_dir=run_dir,
+        cache_capacity=40, controller={"openflow_port": openflow_port}, switch=switch,
+        hot_keys={"sample_rate": 1.0}, **extra)
+
+
+def slot_rules(cfg, slot: int) -> dict:
+    """Slot `slot`'s chain and its Ruleset 3 rules as the switch holds them: the read rule
+    (prefixes AA/AE, to the tail's port) and the write rule (BA, to the head's port)."""
+    from exo_controller.flows import make_cookie
+    chain = list(cfg.chains()[slot])
+    ports = {d.name: d.switch_port for d in cfg.db_nodes}
+    return {"slot": slot, "chain": chain, "head_port": ports[chain[0]], "tail_port": ports[chain[-1]],
+            "dump_flows": ovs.dump_flows(cfg.switch.bridge,
+                                         [make_cookie(3, slot), make_cookie(3, 1 << 16 | slot)])}
 
 
 def key_ids(cfg, n: int = N_KEYS) -> list[int]:
@@ -152,14 +177,19 @@ def wait_cached(cl: EmulatedCluster, keys: list[bytes], timeout: float) -> tuple
 def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port: int = 6667,
                  run_dir: Path = Path("/tmp/exo/chaos"), progress=print, mutant: Optional[str] = None,
                  faults: Optional[list[Fault]] = None, load_s: float = 0.0,
-                 rate: Optional[float] = None) -> dict:
+                 rate: Optional[float] = None, replication: Optional[int] = None,
+                 cache_fill: bool = True) -> dict:
     """faults: instead of schedule(repeats, quick); load_s: seconds of load after the warm-up
     and before the first fault (a mutant round with no faults needs some); rate: requests/s per
-    worker (default BURST / TICK), set by spacing the bursts."""
+    worker (default BURST / TICK), set by spacing the bursts; replication: the db chains'
+    length (default 1, or what the mutant needs); cache_fill False: nothing is cached (a round
+    aimed at the db nodes alone)."""
     tick = TICK if rate is None else BURST / rate
+    if replication is None:
+        replication = MUTANT_REPLICATION.get(mutant or "", 1)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    cfg = build_config(run_dir, openflow_port)
+    cfg = build_config(run_dir, openflow_port, replication, cache_fill)
     keys = key_ids(cfg)
     faults = schedule(repeats, quick) if faults is None else faults
     t_start = time.monotonic()
@@ -180,7 +210,8 @@ def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port
             load = max(load_s, BASELINE_S) if faults else load_s
             progress(f"chaos: warm-up (until each of the {len(keys)} keys was cached, at most {warm:g} s), "
                      f"then {load:g} s of load and {len(faults)} faults")
-            warmup_s, cached = wait_cached(cl, [chaos_key(i) for i in keys], warm)
+            warmup_s, cached = (wait_cached(cl, [chaos_key(i) for i in keys], warm) if cache_fill
+                                else (0.0, 0))
             time.sleep(load)
             for n, f in enumerate(faults, 1):
                 progress(f"chaos: [{n}/{len(faults)}] {f.kind} {f.target} ...")
@@ -198,6 +229,9 @@ def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port
                 final[chaos_key(i)] = c.get(chaos_key(i))
         node_stats = cl.stubs.node_stats()
         ctl_stats = cl.stubs.controller_stats()
+        chains = [list(c) for c in cfg.chains()]
+        convergence = chain_digests(chains, cl.stubs.slot_digests) if replication > 1 else None
+        slot0_rules = slot_rules(cfg, 0) if replication > 1 else None
     campaign_history.save(run_dir / "history-campaign.jsonl")
     progress("chaos: checking histories ...")
     ops = History.merge([History.load(run_dir / f"history-{n}.jsonl")
@@ -207,6 +241,9 @@ def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port
     result["repeats"] = repeats
     result["mutant"] = mutant
     result["node_faults"] = node_faults(cfg, mutant)
+    result["replication_factor"] = replication
+    result["chain_convergence"] = convergence
+    result["ruleset3_slot0"] = slot0_rules
     result["keys"] = [chaos_key(i) for i in keys]
     result["warmup_s"] = round(warmup_s, 2)
     result["keys_seen_cached_in_warmup"] = cached
@@ -303,12 +340,14 @@ def exit_status(r: dict) -> int:
         return linearizability.EXIT_UNDECIDED
     if r.get("mutant"):
         return 0 if r["linearizability_violations"] >= 1 else 1
-    return 0 if r["linearizability_violations"] == 0 and r["lost_acked_writes"] == 0 else 1
+    converged = (r.get("chain_convergence") or {"converged": True})["converged"]
+    return 0 if r["linearizability_violations"] == 0 and r["lost_acked_writes"] == 0 and converged else 1
 
 
 _COUNTERS = {"malformed_dropped", "duplicate_writes", "txns_recovered", "resolver_resolved",
              "writes_propagated", "hits", "forwarded_misses", "resets", "errors", "prepares",
-             "commits", "aborts"}
+             "commits", "aborts", "chain_writes", "replicated_applied", "replicated_duplicates",
+             "chain_forward_failed", "not_head_dropped", "not_reader_busy"}
 
 
 def _hex(v):
@@ -332,6 +371,10 @@ def print_table(r: dict) -> None:
             ("link faults via", r["link_faults_via"])]
     if r.get("mutant"):
         rows.insert(0, ("mutant", r["mutant"]))
+    rows.insert(0, ("replication factor", r.get("replication_factor", 1)))
+    if r.get("chain_convergence"):
+        cc = r["chain_convergence"]
+        rows.append(("chains converged (slots checked)", f"{cc['converged']} ({cc['slots_checked']})"))
     for kind, vals in r["recovery_s"].items():
         shown = ", ".join("-" if v is None else f"{v:.2f}" for v in vals)
         rows.append((f"recovery_s {kind}", shown))
@@ -357,12 +400,15 @@ def main(argv=None) -> int:
     ap.add_argument("--mutant", choices=sorted(MUTANTS),
                     help="run against this mutant test build (docs/chaos.md); default out: "
                          "results/chaos-mutant-NAME.json")
+    ap.add_argument("--replication", type=int,
+                    help="db chain length (replication.factor; default 1, or 3 for --mutant ack-at-head)")
     ap.add_argument("--rate", type=float,
                     help=f"requests/s per worker (default {BURST / TICK:g}: {BURST} every {TICK:g} s)")
     a = ap.parse_args(argv)
     out = a.out or REPO / "results" / (f"chaos-mutant-{a.mutant}.json" if a.mutant else "chaos.json")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    r = run_campaign(out, a.repeats, a.quick, a.openflow_port, mutant=a.mutant, rate=a.rate)
+    r = run_campaign(out, a.repeats, a.quick, a.openflow_port, mutant=a.mutant, rate=a.rate,
+                     replication=a.replication)
     print_table(r)
     print(f"wrote {out}")
     status = r["exit_status"]

@@ -42,6 +42,17 @@ def callers_of(service: str) -> set[str]:
     return out
 
 
+def unused_roles(cfg, service: str) -> set[str]:
+    """Roles allowed on `service` that this config never has call it: db nodes call each other
+    (DbNode.Replicate) only when chains have more than one node (replication.factor > 1), and
+    controllers each other (Controller.Ping) only when there are several."""
+    if service == "DbNode" and cfg.replication.factor <= 1:
+        return {"db"}
+    if service == "Controller" and len(cfg.controller.all_instances()) <= 1:
+        return {"controller"}
+    return set()
+
+
 def components(cfg) -> dict[str, tuple[str, str | None, str | None]]:
     """component name -> (role, gRPC address or None, metrics address or None)."""
     out = {"controller": ("controller", cfg.controller.grpc, cfg.controller.metrics or None)}
@@ -69,7 +80,7 @@ def ruleset(cfg, component: str, iface: str, operators: list[str], prometheus: l
     allow: list[tuple[int, list[str], str]] = []
     if grpc_addr:
         service = SERVICE_OF_ROLE[role]
-        roles = sorted(callers_of(service))
+        roles = sorted(callers_of(service) - unused_roles(cfg, service))
         ips = sorted({ip for r in roles for ip in sources(cfg, r, operators, switch)})
         allow.append((split_address(grpc_addr)[1], ips, f"gRPC exo.{service}: {', '.join(roles)}"))
     if role == "controller":

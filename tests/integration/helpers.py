@@ -4,7 +4,7 @@ from __future__ import annotations
 from exo_common.partitions import slot_of
 import ipaddress
 
-from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, mac_bytes, request_ip
+from exoskeleton.keyhash import REQUEST_PREFIXES, key_hash, mac_bytes, request_ip
 
 
 def owner_db(cfg, key: bytes) -> str:
@@ -19,7 +19,7 @@ def matching_flow(flows, dst_mac: bytes):
     """The highest-priority flow matching a frame to dst_mac: its (masked) eth_dst, and for a
     request MAC the IPv4 destination a client sends with it (the hash's top 32 bits)."""
     ip = None
-    if dst_mac[0] in (PREFIX_GET, PREFIX_OTHER):
+    if dst_mac[0] in REQUEST_PREFIXES:
         ip = str(ipaddress.IPv4Address(request_ip(int.from_bytes(dst_mac[1:], "big"))))
     best = None
     for f in flows:

@@ -3,8 +3,9 @@ frames from a client's host (raw sockets) are stopped by the switch's table 0 or
 and the counter of what stopped them moves; the honest client next to it is unaffected.
 
     spoofed source MAC/IP        switch, client_source rule  Stats ingress_client_source_dropped <client>
-    forwarded GET, no mark       db node (BAD_REQUEST)       db node's forwarded_unmarked_dropped
-    forwarded GET, cache mark    switch, client_forwarded    Stats ingress_client_forwarded_dropped <client>
+    forwarded GET, prefix 0xAE   switch, client_forwarded    Stats ingress_client_forwarded_dropped <client>
+    old-style (0xBA), no mark    db node (BAD_REQUEST)       db node's forwarded_unmarked_dropped
+    old-style (0xBA), cache mark switch, client_forwarded_mark  Stats ingress_client_forwarded_dropped <client>
     write to the wrong db node   db node (BAD_REQUEST)       db node's wrong_owner_dropped
     flood above the meter        switch, the port's meter    Stats ingress_meter_dropped <client>, meter-stats
     frame from an unknown port   switch, unknown_port        Stats ingress_unknown_port_dropped
@@ -30,7 +31,7 @@ from exo_topo.ovs import meter_stats
 from exo_topo.netns import in_netns
 from exoproto import control_pb2 as pb
 from exoskeleton import wire
-from exoskeleton.keyhash import PREFIX_OTHER, key_hash, mac_bytes, request_ip, request_mac
+from exoskeleton.keyhash import PREFIX_FORWARDED, PREFIX_OTHER, key_hash, mac_bytes, request_ip, request_mac
 
 from .conftest import RUN_ROOT
 from .helpers import cache_for, owner_db
@@ -156,7 +157,15 @@ def test_forwarded_gets_from_a_client_are_refused(cluster, attacker):
     with cluster.client("client0") as c:
         c.set(key, b"real")
     before = cluster.stubs.stats(owner)
-    # Without the mark: past the switch (it looks like a PUT), refused by the db node.
+    # With the prefix only a cache node sends (0xAE), mark or no mark: dropped by the switch.
+    sw_before = ctl(cluster)["ingress_client_forwarded_dropped client1"]
+    assert attacker.send([attacker.frame(wire.OP_GET, key, prefix=PREFIX_FORWARDED, flags=wire.FLAG_FORWARDED,
+                                         dscp=dscp) for dscp in (0, wire.FORWARDED_DSCP) for _ in range(5)]) == []
+    assert wait_until(lambda: ctl(cluster)["ingress_client_forwarded_dropped client1"],
+                      lambda v: v >= sw_before + 10) >= sw_before + 10
+    assert cluster.stubs.stats(owner)["forwarded_unmarked_dropped"] == before["forwarded_unmarked_dropped"]
+    # An old-style forwarded GET (0xBA) without the mark: past the switch (it looks like a PUT),
+    # refused by the db node.
     replies = attacker.send([attacker.frame(wire.OP_GET, key, prefix=PREFIX_OTHER, flags=wire.FLAG_FORWARDED)
                              for _ in range(10)])
     assert len(replies) == 10 and {r.status for r in replies} == {wire.ST_BAD_REQUEST}

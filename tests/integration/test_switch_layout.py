@@ -13,7 +13,7 @@ import pytest
 
 from exo_bench import ovs_rules
 from exo_topo import megaflow, ovs
-from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash
+from exoskeleton.keyhash import PREFIX_FORWARDED, PREFIX_GET, PREFIX_OTHER, key_hash
 
 pytestmark = pytest.mark.mininet  # root and Open vSwitch, no Mininet cluster
 
@@ -47,7 +47,7 @@ def pinned_bits_of_misses(bridge: str, layout: str, n: int = 200) -> list[int]:
     out = []
     for _ in range(n):
         key = f"cold-{rnd.getrandbits(48)}".encode()
-        for prefix in (PREFIX_GET, PREFIX_OTHER):
+        for prefix in (PREFIX_GET, PREFIX_FORWARDED, PREFIX_OTHER):  # a GET, a forwarded GET, a write
             mf = megaflow.trace(bridge, megaflow.request_flow(ovs_rules.GEN_PORT, CLIENT_MAC, "10.0.0.1",
                                                               prefix, key_hash(key), 7777))
             assert mf.actions != "drop", mf.line

@@ -10,6 +10,7 @@ import socket
 import threading
 
 from exoskeleton import wire
+from exoskeleton.keyhash import REQUEST_PREFIXES
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4  # on lo every frame is seen twice; answer the incoming copy only
@@ -36,7 +37,7 @@ class LoopbackNode:
                 continue
             except OSError:
                 return
-            if addr[2] == PACKET_OUTGOING or len(data) < wire.MIN_FRAME or data[0] not in (0xAA, 0xBA):
+            if addr[2] == PACKET_OUTGOING or len(data) < wire.MIN_FRAME or data[0] not in REQUEST_PREFIXES:
                 continue
             try:
                 f = wire.decode_frame(data)

@@ -86,7 +86,7 @@ def test_programming_on_connect(app, cfg):
     assert list(dp.table.meters) == [1]
     # table 0: the ingress checks (ingress.py), all before table 1's rules
     ingress = [m for m in dp.mods(ofp.OFPFC_ADD) if m.table_id == 0]
-    assert len(ingress) == 6 + 2 * 2 + 3 + 1  # client: 6; cache node: 2; db node: 1; other ports: 1
+    assert len(ingress) == 7 + 2 * 2 + 3 + 1  # client: 7; cache node: 2; db node: 1; other ports: 1
     adds = [m for m in dp.mods(ofp.OFPFC_ADD) if m.table_id == 1]
     nodes = len(cfg.cache_nodes) + len(cfg.db_nodes) + len(cfg.clients)
     assert len(adds) == nodes + 1 + 2 ** cfg.switch.partition_bits + 1
@@ -99,7 +99,7 @@ def test_programming_on_connect(app, cfg):
     assert adds[-1].match["ipv4_dst"] == "0.0.0.5"
     assert adds[-1].instructions[0].actions[0].port == 12
     r3 = [m for m in adds if m.priority == 100]
-    assert len(r3) == 2 ** cfg.switch.partition_bits and r3[0].match["eth_dst"][1] == "ef:ff:00:00:00:00"
+    assert len(r3) == 2 ** cfg.switch.partition_bits and r3[0].match["eth_dst"][1] == "eb:ff:00:00:00:00"
     # Ruleset 1 (one exact-MAC rule per node) and ARP sit below the request rules
     r1 = [m for m in adds if m.priority == PRIORITY[1]]
     assert PRIORITY[1] == 50 and len(r1) == nodes and all(isinstance(m.match["eth_dst"], str) for m in r1)
@@ -107,15 +107,15 @@ def test_programming_on_connect(app, cfg):
 
 
 def test_statics_are_rate_limited(cluster_dict):
-    # flush + 2 meter-mods + 14 ingress checks + 6 nodes + ARP + 2 slots = 26
+    # flush + 2 meter-mods + 15 ingress checks + 6 nodes + ARP + 2 slots = 27
     app = make_app(cluster_dict, rate=8.0, partition_bits=1)
     dp = FakeDatapath(app)
     start = time.monotonic()
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     assert app.connected.wait(8)
-    assert time.monotonic() - start >= 2.0  # 26 messages at 8/s
+    assert time.monotonic() - start >= 2.0  # 27 messages at 8/s
     times = [t for t, m in zip(dp.times, dp.sent) if isinstance(m, (parser.OFPFlowMod, parser.OFPMeterMod))]
-    assert len(times) == 26
+    assert len(times) == 27
     assert all(times[i + 8] - times[i] >= 1.0 for i in range(len(times) - 8))
     assert app.stats()["rule_updates_per_s_max"] <= 8
     app.stop()
@@ -238,7 +238,7 @@ def test_stats_and_grpc(app):
     stats = svc.Stats(control_pb2.StatsRequest(), ctx)
     assert stats.node == "controller"
     counters = {c.name: c.value for c in stats.counters}
-    static = 1 + 2 + 14 + 6 + 1 + 256  # flush, meters, ingress checks, Ruleset 1 + ARP, Ruleset 3
+    static = 1 + 2 + 15 + 6 + 1 + 256  # flush, meters, ingress checks, Ruleset 1 + ARP, Ruleset 3
     assert counters["flow_mods_sent"] == static + 3
     assert counters["ruleset2_installed"] == 1 and counters["ruleset2_max"] == 2
     assert counters["ruleset2_capacity"] == 100
@@ -307,7 +307,7 @@ def test_ingress_counters_in_stats(cluster_dict):
         assert req and all((m.cookie, m.cookie_mask) == (0xE4 << 56, 0xFF << 56) for m in req)
         dp.table.packets[ingress_cookie("client_forwarded", 31)] = 3
         assert app.ingress_counters()["ingress_client_forwarded_dropped client1"] == 3
-        assert [f.ruleset for f in app.list_flows(4)] == [4] * 14
+        assert [f.ruleset for f in app.list_flows(4)] == [4] * 15
     finally:
         app.stop()
 
@@ -325,6 +325,6 @@ def test_a_switch_whose_meters_differ_is_reprogrammed(cluster_dict):
         dp2 = connect(second, table=table)
         assert second.stats()["switch_tables_flushed"] == 1
         assert [(m.meter_id, m.bands[0].rate, m.bands[0].burst_size) for m in table.meters.values()] == [(1, 2000, 200)]
-        assert dp2.table is table and len(table.flows) == 14 + 263
+        assert dp2.table is table and len(table.flows) == 15 + 263
     finally:
         second.stop()

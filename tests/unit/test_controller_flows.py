@@ -11,7 +11,7 @@ from exo_controller.flows import (ADD, DELETE, DELETE_STRICT, CacheRule, CacheRu
                                   ruleset_of_cookie)
 from exo_common.partitions import slot_of
 from exoskeleton import keyhash
-from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, request_mac
+from exoskeleton.keyhash import PREFIX_FORWARDED, PREFIX_GET, PREFIX_OTHER, REQUEST_PREFIXES, key_hash, request_mac
 
 
 def request_ip(h):
@@ -59,7 +59,7 @@ class FakeFlowTable:
             eth_dst = int.from_bytes(eth_dst, "big")
         elif isinstance(eth_dst, str):
             eth_dst = mac_to_int(eth_dst)
-        if ipv4_dst is None and eth_dst >> 40 in (PREFIX_GET, PREFIX_OTHER):
+        if ipv4_dst is None and eth_dst >> 40 in REQUEST_PREFIXES:
             ipv4_dst = request_ip(eth_dst)
         hits = [f for f in self.flows.values() if self._matches(f, eth_dst, eth_type, ipv4_dst)]
         if not hits:
@@ -113,6 +113,7 @@ def test_get_and_put_route_to_owning_db_node(cluster_dict, bits):
         used.add(want)
         assert t.lookup(request_mac(PREFIX_GET, h)) == want
         assert t.lookup(request_mac(PREFIX_OTHER, h)) == want
+        assert t.lookup(request_mac(PREFIX_FORWARDED, h)) == want  # a GET a cache node forwards
     if bits >= 4:
         assert used == {21, 22, 23}  # every db node owns some keys
 
@@ -129,7 +130,8 @@ def test_slot_edges_route_correctly(cfg, table):
 
 
 def test_other_prefixes_are_dropped(table):
-    # only 0xAA and 0xBA are requests; e.g. 0xAB / 0xFA / 0x2A must not hit Ruleset 3
+    # only 0xAA, 0xAE and 0xBA are requests (0xBE is never sent); e.g. 0xAB / 0xFA / 0x2A must not
+    # hit Ruleset 3 (tests/unit/test_wire_vectors.py walks all 256 first bytes against the masks)
     for first in (0xAB, 0xFA, 0x2A, 0xBB, 0x0A):
         mac = bytes([first]) + (12345).to_bytes(5, "big")
         assert table.lookup(mac) is None, hex(first)
@@ -151,10 +153,10 @@ def test_ruleset_counts_and_node_macs(cfg, table):
 def test_partition_match_values():
     value, mask = flows.partition_match(0x5, 8)
     assert flows.int_to_mac(value) == "aa:05:00:00:00:00"
-    assert flows.int_to_mac(mask) == "ef:ff:00:00:00:00"
+    assert flows.int_to_mac(mask) == "eb:ff:00:00:00:00"  # first byte: AA AE BA (BE)
     value, mask = flows.partition_match(0xABC, 12)
     assert flows.int_to_mac(value) == "aa:ab:c0:00:00:00"
-    assert flows.int_to_mac(mask) == "ef:ff:f0:00:00:00"
+    assert flows.int_to_mac(mask) == "eb:ff:f0:00:00:00"
     with pytest.raises(ValueError):
         flows.partition_match(256, 8)
 
@@ -366,11 +368,13 @@ def test_plan_table_flushes_when_anything_differs(cfg, cluster_dict):
     ok = _as_switch_flows(statics)
     # empty table (a switch that restarted, or a fresh bridge)
     plan = flows.plan_table([], statics, {11, 12})
-    n = len(statics)  # table 0's 14 ingress checks, Ruleset 1 (6 nodes) + ARP, Ruleset 3 (256)
-    assert n == 14 + 7 + 256 and not plan.adopt and f"{n} of {n} static flows missing" in plan.why
+    # table 0's ingress checks, Ruleset 1 (6 nodes) + ARP; Ruleset 3 (256) is no static any more
+    from exo_controller.ingress import ingress_flowmods
+    n = len(statics) - 256
+    assert n == len(ingress_flowmods(cfg)) + 7 and not plan.adopt and f"{n} of {n} static flows missing" in plan.why
     # one static missing
     assert not flows.plan_table(ok[1:], statics, {11, 12}).adopt
-    # a static with another output (the config changed: partitions moved)
+    # a static with another output (the config changed: a db node less, so Ruleset 1 differs)
     cluster_dict["db_nodes"].pop()
     other = flows.static_flowmods(parse_config(cluster_dict))
     plan = flows.plan_table(_as_switch_flows(other), statics, {11, 12})
@@ -458,3 +462,185 @@ def test_eth_dst_match_is_the_thesis_exact_mac(cfg, cluster_dict):
     assert not flows.plan_table(ip_table, statics, {11, 12}, "eth_dst").adopt
     with pytest.raises(ValueError):
         flows.cache_flowmod(a, 11, match="tcp_dst")
+
+
+# ---------------------------------------------------------------- Ruleset 3 reconciled (PartitionBook)
+
+def _moved(fm, port):
+    from dataclasses import replace
+    return replace(fm, out_port=port)
+
+
+def _r3(statics):
+    return [i for i, fm in enumerate(statics) if fm.ruleset == flows.RULESET_PARTITIONS]
+
+
+def test_plan_table_adopts_a_ruleset3_rule_pointing_elsewhere_with_one_flowmod_queued(cfg):
+    """Before chains, this table was flushed (a static that differs). Now the rule is adopted
+    as installed state and the updater sends exactly one ADD that repoints it."""
+    from exo_controller.rule_updater import CHAIN, RuleUpdater
+    statics = flows.static_flowmods(cfg)
+    i = _r3(statics)[5]
+    want = statics[i].out_port
+    elsewhere = next(p for p in (21, 22, 23) if p != want)
+    table = list(statics)
+    table[i] = _moved(statics[i], elsewhere)
+    plan = flows.plan_table(_as_switch_flows(table), statics, {11, 12}, db_ports={21, 22, 23})
+    assert plan.adopt and plan.why == "" and plan.partitions[5] == elsewhere and len(plan.partitions) == 256
+    u = RuleUpdater.from_config(cfg)
+    u.switch_connected(plan.installed, plan.partitions)
+    assert not u.programmed and u.chain_pending([5])
+    batch = u.next_batch(0.0)
+    assert batch.mods == [statics[i]] and [it.kind for it in batch.items] == [CHAIN]
+    assert RuleUpdater.ruleset2_kinds(batch) == [None] and u.metrics(0.0)["ruleset2_flow_mods_sent"] == 0
+    u.batch_done(batch, {}, 0.01)
+    assert u.programmed and u.partitions_installed == u.partitions.rules()
+    assert not u.has_work() and u.flow_mods_sent == 1
+    # the same table read again by a controller that has the same book: nothing to send
+    u.switch_connected(plan.installed, {**plan.partitions, 5: want})
+    assert u.programmed and not u.has_work()
+    # a missing Ruleset 3 rule (a controller died while programming) is queued too, not flushed
+    plan = flows.plan_table(_as_switch_flows(statics[:i] + statics[i + 1:]), statics, {11, 12})
+    assert plan.adopt and 5 not in plan.partitions
+    u.switch_connected(plan.installed, plan.partitions)
+    assert u.next_batch(10.0).mods == [statics[i]]
+
+
+def test_plan_table_still_flushes_every_other_ruleset3_difference(cfg, cluster_dict):
+    """Adopted: a well-formed rule of the layout to a db node's port. Flushed: one to a port that
+    is no db node's, with another mask (another layout), another cookie index, priority or table,
+    or with more than an output."""
+    from dataclasses import replace
+    statics = flows.static_flowmods(cfg)
+    i = _r3(statics)[7]
+    r3 = statics[i]
+
+    def plan_with(bad):
+        table = list(statics)
+        table[i] = bad
+        return flows.plan_table(_as_switch_flows(table), statics, {11, 12}, db_ports={21, 22, 23})
+    assert plan_with(_moved(r3, 23 if r3.out_port != 23 else 22)).adopt
+    for bad in (_moved(r3, 11),                                   # a cache node's port
+                _moved(r3, 99),                                   # no node's port
+                replace(r3, eth_dst_mask=flows.read_match(7, 8)[1]),   # the rf-3 read rule's mask
+                replace(r3, cookie=flows.make_cookie(3, 8)),       # slot 8's cookie on slot 7's match
+                replace(r3, cookie=flows.make_cookie(3, flows.WRITE_RULE | 7)),  # a write rule at rf 1
+                replace(r3, priority=101),
+                replace(r3, set_ip_dscp=3),
+                replace(r3, table=0)):
+        plan = plan_with(bad)
+        assert not plan.adopt and "would not program" in plan.why, bad
+    # an rf-3 controller does not adopt an rf-1 table (the layout is the config's), nor the reverse
+    cluster_dict["replication"] = {"factor": 3}
+    statics3 = flows.static_flowmods(parse_config(cluster_dict))
+    assert not flows.plan_table(_as_switch_flows(statics), statics3, {11, 12}).adopt
+    assert not flows.plan_table(_as_switch_flows(statics3), statics, {11, 12}).adopt
+    assert flows.plan_table(_as_switch_flows(statics3), statics3, {11, 12}).adopt
+
+
+def test_rf1_ruleset3_is_the_owner_table(cfg):
+    """At replication.factor 1 the book is exactly Ruleset 3 as it was a static: one rule per
+    slot, cookie make_cookie(3, slot), partition_match, the owner's port, priority 100."""
+    book = flows.PartitionBook.from_config(cfg)
+    ports = {d.name: d.switch_port for d in cfg.db_nodes}
+    want = []
+    for slot, owner in enumerate(cfg.partitions()):
+        value, mask = flows.partition_match(slot, 8)
+        want.append(FlowMod(ADD, 100, flows.make_cookie(3, slot), out_port=ports[owner], eth_dst=value,
+                            eth_dst_mask=mask))
+    assert book.flowmods() == want == flows.partition_flowmods(cfg)
+    assert not book.two_rules and book.indices() == list(range(256))
+    assert flows.table_flow_limit(cfg) == 6 + 1 + 256 + 100
+    assert flows.static_mods(cfg, ruleset3=False) == [m for m in flows.static_mods(cfg) if m not in want]
+
+
+def test_rf3_layout_has_a_read_rule_to_the_tail_and_a_write_rule_to_the_head(cluster_dict):
+    cluster_dict["replication"] = {"factor": 3}
+    cluster_dict["switch"]["partition_bits"] = 4
+    cfg3 = parse_config(cluster_dict)
+    chains = cfg3.chains()
+    ports = {d.name: d.switch_port for d in cfg3.db_nodes}
+    book = flows.PartitionBook.from_config(cfg3)
+    mods = flows.partition_flowmods(cfg3)
+    assert book.two_rules and len(mods) == 2 * 16 and flows.table_flow_limit(cfg3) == 6 + 1 + 2 * 16 + 100
+    assert all(m.priority == 100 and m.ruleset == 3 for m in mods)
+    for slot in range(16):
+        read, write = mods[2 * slot], mods[2 * slot + 1]
+        assert read.cookie == flows.make_cookie(3, slot) and write.cookie == flows.make_cookie(3, 1 << 16 | slot)
+        assert (read.eth_dst, read.eth_dst_mask) == flows.read_match(slot, 4)
+        assert (write.eth_dst, write.eth_dst_mask) == flows.write_match(slot, 4)
+        assert read.out_port == ports[chains[slot][-1]] and write.out_port == ports[chains[slot][0]]
+        assert (book.read_port(slot), book.write_port(slot)) == (read.out_port, write.out_port)
+    assert any(m.out_port != n.out_port for m, n in zip(mods[::2], mods[1::2]))  # tails are not heads
+    t = FakeFlowTable().apply(flows.forwarding_flowmods(cfg3))
+    assert t.count(3) == 32
+    for k in keys(500, seed=5):
+        h = key_hash(k)
+        chain = chains[slot_of(h, 4)]
+        tail, head = ports[chain[-1]], ports[chain[0]]
+        assert t.lookup(request_mac(PREFIX_GET, h)) == tail
+        assert t.lookup(request_mac(keyhash.PREFIX_FORWARDED, h)) == tail
+        assert t.lookup(request_mac(PREFIX_OTHER, h)) == head
+        assert t.lookup(request_mac(0xBE, h)) is None  # never sent; no rule of this layout takes it
+
+
+def test_read_and_write_masks_against_all_256_first_bytes():
+    for slot, bits in ((0, 8), (0xAB, 8), (0xABC, 12), (1, 1)):
+        rv, rm = flows.read_match(slot, bits)
+        wv, wm = flows.write_match(slot, bits)
+        rest = slot << (40 - bits)
+        reads = {b for b in range(256) if ((b << 40) | rest) & rm == rv}
+        writes = {b for b in range(256) if ((b << 40) | rest) & wm == wv}
+        assert reads == {0xAA, 0xAE} and writes == {0xBA}, (slot, bits)
+        # and only this slot: the slot's last key matches, the next slot's first does not
+        last = rest | ((1 << (40 - bits)) - 1)
+        assert ((0xAA << 40) | last) & rm == rv and ((0xBA << 40) | last) & wm == wv
+        if slot + 1 < 1 << bits:
+            nxt = (slot + 1) << (40 - bits)
+            assert ((0xAA << 40) | nxt) & rm != rv and ((0xBA << 40) | nxt) & wm != wv
+    assert flows.int_to_mac(flows.read_match(5, 8)[1]) == "fb:ff:00:00:00:00"
+    assert flows.int_to_mac(flows.write_match(5, 8)[0]) == "ba:05:00:00:00:00"
+    with pytest.raises(ValueError, match="slot 256 out of range"):
+        flows.read_match(256, 8)
+
+
+def test_partition_book_moves_and_chain_tables(cluster_dict):
+    cluster_dict["replication"] = {"factor": 3}
+    cluster_dict["switch"]["partition_bits"] = 2
+    cfg3 = parse_config(cluster_dict)
+    ports = {d.name: d.switch_port for d in cfg3.db_nodes}
+    book = flows.PartitionBook.from_config(cfg3)
+    before = book.rules()
+    assert book.apply_chains(cfg3.chains(), ports) == []  # the same table: nothing to send
+    r, w = book.read_port(1), book.write_port(1)
+    other = next(p for p in (21, 22, 23) if p not in (r, w))
+    assert book.move(1, read_port=other) == [1] and book.port(1) == other and book.port(flows.WRITE_RULE | 1) == w
+    assert book.move(1, read_port=other) == []
+    assert book.move(1, read_port=r, write_port=other) == [1, flows.WRITE_RULE | 1]
+    # db1 fails: chains without it (heads and tails move) -> exactly the rules that changed
+    chains = [[n for n in c if n != "db1"] for c in cfg3.chains()]
+    book = flows.PartitionBook.from_config(cfg3)
+    changed = book.apply_chains(chains, ports)
+    assert changed == [i for i in book.indices() if book.port(i) != before[i]]
+    assert all(ports["db1"] not in (book.read_port(s), book.write_port(s)) for s in range(4))
+    assert {before[i] for i in changed} == {ports["db1"]}
+    # known-bad tables name the chain and change nothing
+    snapshot = book.rules()
+    for bad, why in (([["db1"]] * 3, "3 entries for 4 slots"), ([[]] + chains[1:], r"chains\[0\]: empty"),
+                     ([["db9"]] + chains[1:], r"chains\[0\]\[0\]: 'db9' is not a db node")):
+        with pytest.raises(ValueError, match=why):
+            book.apply_chains(bad, ports)
+        assert book.rules() == snapshot
+    with pytest.raises(ValueError, match="out of range"):
+        book.move(4, read_port=21)
+    with pytest.raises(KeyError):
+        book.port(4)
+    # rf 1: one rule per slot has one port
+    book1 = flows.PartitionBook.from_config(parse_config({**cluster_dict, "replication": {"factor": 1}}))
+    assert book1.move(0, write_port=other if book1.port(0) != other else r) == [0]
+    with pytest.raises(ValueError, match="one rule per slot"):
+        book1.move(0, read_port=21, write_port=22)
+    with pytest.raises(ValueError, match="one rule per slot"):
+        book1.apply_chains([["db1", "db2"]] * 4, ports)
+    with pytest.raises(KeyError):
+        book1.port(flows.WRITE_RULE | 0)

@@ -405,7 +405,7 @@ def test_restarted_controller_keeps_the_switch_and_rebuilds_the_book(cluster_dic
     assert app.book.owner(h[b"k3"]) == "cache2" and app.stats()["cache_nodes_unsynced"] == 0
     # every static flow is the one the first controller installed (same OFPFlowMod objects)
     assert all(table.flows[k] is f for k, f in flows_before.items() if f.priority != 200)
-    assert sum(1 for f in flows_before.values() if f.priority != 200) == 14 + 7 + 256  # ingress checks too
+    assert sum(1 for f in flows_before.values() if f.priority != 200) == 15 + 7 + 256  # ingress checks too
     assert list(table.meters) == [1]  # and the client's meter, kept
 
 
@@ -434,4 +434,4 @@ def test_foreign_flow_means_flush(cluster_dict, apps):
     flush = dp.mods()[0]
     assert flush.command == ofp.OFPFC_DELETE and flush.table_id == ofp.OFPTT_ALL and flush.cookie_mask == 0
     assert app.stats()["switch_tables_flushed"] == 1
-    assert dp.table.count(1) == 7 and dp.table.count(3) == 256 and len(dp.table.flows) == 14 + 263
+    assert dp.table.count(1) == 7 and dp.table.count(3) == 256 and len(dp.table.flows) == 15 + 263

@@ -13,7 +13,7 @@ from exo_controller import flows, ingress
 from exo_controller.flows import ADD, DELETE, FlowMod, ip_to_int, mac_to_int
 from exo_controller.ingress import MeterMod, cookie_name
 from exo_controller.rule_updater import RuleUpdater
-from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, request_ip, request_mac
+from exoskeleton.keyhash import PREFIX_FORWARDED, PREFIX_GET, PREFIX_OTHER, key_hash, request_ip, request_mac
 from exoskeleton.wire import FORWARDED_DSCP
 
 ARP, IPV4 = 0x0806, 0x0800
@@ -135,12 +135,22 @@ def test_other_protocols_from_a_client_are_dropped_apart_from_spoofs(cfg, mods):
         assert (v.check, v.out_port) == ("client_other", None)
 
 
+def test_client_frames_with_the_forwarded_prefix_are_dropped(cfg, mods):
+    """A client never sends prefix 0xAE (only a cache node forwards a GET): any such frame from a
+    client port is a client posing as a cache node, dropped whatever its source or DSCP."""
+    for lie in ({}, dict(eth_src="02:00:00:00:01:01"), dict(dscp=FORWARDED_DSCP)):
+        v = pipeline(mods, _request(cfg, "client1", op_prefix=PREFIX_FORWARDED, **lie))
+        assert (v.check, v.out_port) == ("client_forwarded", None)
+
+
 def test_client_frames_claiming_the_cache_port_mark_are_dropped(cfg, mods):
-    """A 0xBA frame with the DSCP only the switch writes on cache ports is a client posing as a
-    cache node's forwarded miss: dropped whatever its source."""
+    """A 0xBA frame with the DSCP only the switch writes on cache ports is a client posing as an
+    older cache node's forwarded miss (db nodes still serve those at rf 1): dropped whatever its
+    source, and counted with the 0xAE drops."""
     for lie in ({}, dict(eth_src="02:00:00:00:01:01")):
         v = pipeline(mods, _request(cfg, "client1", op_prefix=PREFIX_OTHER, dscp=FORWARDED_DSCP, **lie))
-        assert (v.check, v.out_port) == ("client_forwarded", None)
+        assert (v.check, v.out_port) == ("client_forwarded_mark", None)
+    assert ingress.DROPS["client_forwarded_mark"] == ingress.DROPS["client_forwarded"]
     # the same DSCP on a 0xAA GET is no claim (it goes to a cache node or a db node as a GET,
     # and a db node refuses a FORWARDED flag without the mark it gets from cache ports only)
     assert pipeline(mods, _request(cfg, "client1", dscp=FORWARDED_DSCP)).check == "client_ip"
@@ -148,9 +158,12 @@ def test_client_frames_claiming_the_cache_port_mark_are_dropped(cfg, mods):
 
 def test_cache_node_misses_get_the_mark_and_reach_the_db_node(cfg, mods):
     """A forwarded miss keeps the client's source addresses: the port vouches for it."""
-    fwd = _request(cfg, "client1", b"k7", PREFIX_OTHER, in_port=11)
+    fwd = _request(cfg, "client1", b"k7", PREFIX_FORWARDED, in_port=11)
     v = pipeline(mods, fwd)
     assert (v.check, v.out_port, v.dscp, v.meter) == ("cache_forwarded", _db_port(cfg, b"k7"), FORWARDED_DSCP, None)
+    # a 0xBA frame from a cache port (a cache node sends no writes on the data plane) is not marked
+    v = pipeline(mods, _request(cfg, "client1", b"k7", PREFIX_OTHER, in_port=11))
+    assert (v.check, v.out_port, v.dscp) == ("node_port", _db_port(cfg, b"k7"), 0)
     # its replies (to a client's MAC) and ARP pass unmarked
     reply = Frame(11, "02:00:00:00:01:01", bytes.fromhex("020000000301"), ip_src="10.0.1.1", ip_dst=b"\x0a\x00\x03\x01")
     v = pipeline(mods, reply)
@@ -168,13 +181,17 @@ def test_db_node_ports_pass_and_unknown_ports_are_dropped(cfg, mods):
 
 def test_the_checker_catches_a_missing_rule(cfg, mods):
     """Known-bad inputs: without the spoof drop, a spoofed frame falls to the unknown-port drop
-    (a different counter); without the forwarded check it is forwarded to a db node marked."""
+    (a different counter); without the 0xAE drop a client's forwarded-prefix frame passes, and
+    without the mark check a marked 0xBA frame is forwarded to a db node marked."""
     def kind(m):
         return (cookie_name(m.cookie) or ("table 1",))[0]
     no_source = [m for m in mods if kind(m) != "client_source"]
     assert pipeline(no_source, _request(cfg, "client1", eth_src="02:00:00:00:03:99")).check == "client_other"
     no_fwd = [m for m in mods if kind(m) != "client_forwarded"]
-    v = pipeline(no_fwd, _request(cfg, "client1", op_prefix=PREFIX_OTHER, dscp=FORWARDED_DSCP))
+    v = pipeline(no_fwd, _request(cfg, "client1", op_prefix=PREFIX_FORWARDED))
+    assert v.check == "client_ip" and v.out_port is not None
+    no_mark = [m for m in mods if kind(m) != "client_forwarded_mark"]
+    v = pipeline(no_mark, _request(cfg, "client1", op_prefix=PREFIX_OTHER, dscp=FORWARDED_DSCP))
     assert v.out_port is not None and v.dscp == FORWARDED_DSCP
 
 
@@ -191,7 +208,7 @@ def test_cookies_name_the_check_and_the_port(cfg, mods):
     table0 = [m for m in mods if m.table == flows.INGRESS_TABLE]
     assert all(m.ruleset == flows.RULESET_INGRESS for m in table0)
     assert [cookie_name(m.cookie) for m in table0] == [
-        ("client_forwarded", 31), ("client_ip", 31), ("client_arp", 31), ("client_source", 31),
+        ("client_forwarded", 31), ("client_forwarded_mark", 31), ("client_ip", 31), ("client_arp", 31), ("client_source", 31),
         ("client_source_arp", 31), ("client_other", 31), ("cache_forwarded", 11), ("node_port", 11), ("cache_forwarded", 12), ("node_port", 12),
         ("node_port", 21), ("node_port", 22), ("node_port", 23), ("unknown_port", 0)]
     assert ingress.ingress_cookie("client_source", 31) == 0xE4_0000_0300_0000_1F
@@ -262,7 +279,7 @@ def test_statics_with_meters_and_ingress_checks_respect_the_rate(cluster_dict):
     cfg = parse_config(cluster_dict)
     u = RuleUpdater.from_config(cfg)
     sends = [t for t, mods in _drain(u) for _ in mods]
-    assert len(sends) == 1 + len(flows.static_mods(cfg)) == 1 + 2 + 14 + 7 + 16
+    assert len(sends) == 1 + len(flows.static_mods(cfg)) == 1 + 2 + 15 + 7 + 16
     assert all(sends[i + 20] - sends[i] >= 1.0 for i in range(len(sends) - 20))
     assert u.max_per_s <= 20
 
@@ -344,10 +361,11 @@ def test_counters_sum_the_drop_rules_and_the_meters(cfg):
         packet_count: int
     read = [Stat(ingress.ingress_cookie("client_source", 31), 5), Stat(ingress.ingress_cookie("client_source_arp", 31), 1),
             Stat(ingress.ingress_cookie("client_forwarded", 31), 2), Stat(ingress.ingress_cookie("client_other", 31), 3),
+            Stat(ingress.ingress_cookie("client_forwarded_mark", 31), 4),
             Stat(ingress.ingress_cookie("unknown_port"), 7), Stat(ingress.ingress_cookie("client_ip", 31), 1000),
             Stat(flows.make_cookie(2, 0x1200), 99)]
     c = ingress.counters(cfg, read, {1: 40})
-    assert c == {"ingress_client_source_dropped": 6, "ingress_client_forwarded_dropped": 2,
+    assert c == {"ingress_client_source_dropped": 6, "ingress_client_forwarded_dropped": 6,
                  "ingress_client_other_dropped": 3, "ingress_unknown_port_dropped": 7, "ingress_meter_dropped": 40,
-                 "ingress_client_source_dropped client1": 6, "ingress_client_forwarded_dropped client1": 2,
+                 "ingress_client_source_dropped client1": 6, "ingress_client_forwarded_dropped client1": 6,
                  "ingress_client_other_dropped client1": 3, "ingress_meter_dropped client1": 40}

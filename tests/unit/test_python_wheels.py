@@ -19,11 +19,12 @@ import wheel_check  # noqa: E402
 import wheels  # noqa: E402
 
 CLIENT_MAX_BYTES = 200_000  # the client is ~130 KB of Python; a stray package would show
-STUBS = ("exoproto/control_pb2.py", "exoproto/control_pb2_grpc.py", "exoproto/cluster_pb2.py")
+STUBS = ("exoproto/control_pb2.py", "exoproto/control_pb2_grpc.py", "exoproto/cluster_pb2.py",
+         "etcd/kv_pb2.py", "etcd/rpc_pb2.py", "etcd/rpc_pb2_grpc.py")
 # wheel -> its top-level packages
 PACKAGES = {
     "client": {"exoskeleton"},
-    "controller": {"exo_controller", "exo_common", "exoproto"},
+    "controller": {"exo_controller", "exo_common", "exoproto", "etcd"},
     "topology": {"exo_topo", "exo_cli", "exo_harness"},
     "experiments": {"exo_chaos", "exo_sim", "exo_figures", "exo_testbed", "exo_bench", "exo_proxy", "exo_attack"},
 }

@@ -131,7 +131,8 @@ def cfg(tmp_path_factory):
 
 def test_firewall_opens_each_port_only_to_the_roles_that_call_it(cfg):
     db = firewall.ruleset(cfg, "db0", "eno2", ["172.30.0.254"], ["172.30.0.200"], ["172.30.0.1"])
-    # DbNode: Fetch/Evict (cache), Stats/ForgetCacheNode (controller), Stats/HotKeys (operator)
+    # DbNode: Fetch/Evict (cache), Stats/ForgetCacheNode (controller), Stats/HotKeys (operator);
+    # not Replicate (db) at replication.factor 1
     assert "ip saddr { 172.30.0.10, 172.30.0.11, 172.30.0.254 } tcp dport 7000 accept" in db
     assert "ip saddr { 172.30.0.200 } tcp dport 9100 accept" in db
     assert "172.30.0.22" not in db and "172.30.0.31" not in db  # another db node, the proxy host
@@ -143,6 +144,14 @@ def test_firewall_opens_each_port_only_to_the_roles_that_call_it(cfg):
     assert "7000" not in proxy
     with pytest.raises(ValueError, match="not in the config"):
         firewall.ruleset(cfg, "db9", "eno2", [], [], [])
+
+
+def test_firewall_lets_db_nodes_call_each_other_only_when_they_replicate(cfg):
+    # DbNode.Replicate (allowed_roles db) is called only along chains of more than one node.
+    rf3 = cfg.model_copy(update={"replication": cfg.replication.model_copy(update={"factor": 2})})
+    db = firewall.ruleset(rf3, "db0", "eno2", ["172.30.0.254"], [], [])
+    assert "gRPC exo.DbNode: cache, controller, db, operator" in db
+    assert "172.30.0.22" in db  # the other db node
 
 
 def test_prometheus_scrapes_every_metrics_address(cfg):

@@ -12,10 +12,10 @@ import random
 
 import pytest
 
-from exo_controller.flows import (ADD, DELETE, DELETE_STRICT, ETH_TYPE_IPV4, GET_PREFIX_MASK, HASH_BITS,
-                                  PREFIX_GET, PRIORITY, RULESET_CACHE, RULESET_NODES, CacheRule,
-                                  FlowMod, cache_flowmod, make_cookie, rule_hash)
-from exo_controller.rule_updater import SEND_GUARD_S, RuleUpdater
+from exo_controller.flows import (ADD, COOKIE_INDEX_MASK, DELETE, DELETE_STRICT, ETH_TYPE_IPV4, GET_PREFIX_MASK,
+                                  HASH_BITS, PREFIX_GET, PRIORITY, RULESET_CACHE, RULESET_NODES, RULESET_PARTITIONS,
+                                  CacheRule, FlowMod, PartitionBook, cache_flowmod, make_cookie, rule_hash)
+from exo_controller.rule_updater import CHAIN, SEND_GUARD_S, RuleUpdater
 from fake_switch import H  # key hash number i: i << IP_SHIFT
 
 PORTS = {"c1": 11, "c2": 12}
@@ -98,8 +98,9 @@ class FakeSwitch:
 
 
 class Sim:
-    def __init__(self, capacity=100, rate=50.0, statics=STATICS, rtt=0.002, burst=None, connect=True):
-        self.u = RuleUpdater(PORTS, capacity, rate, statics, burst=burst)
+    def __init__(self, capacity=100, rate=50.0, statics=STATICS, rtt=0.002, burst=None, connect=True,
+                 partitions=None):
+        self.u = RuleUpdater(PORTS, capacity, rate, statics, burst=burst, partitions=partitions)
         self.sw = FakeSwitch(capacity)
         self.now, self.rtt = 0.0, rtt
         self.batches = []
@@ -696,3 +697,139 @@ def test_synced_reference_absorbs_the_nodes_resent_add():
     sim.remove(Hs([1]))
     sim.run()
     assert sim.sw.r2 == {} and len(sim.u.book) == 0
+
+
+# ---------------------------------------------------------------- Ruleset 3 (CHAIN items)
+
+DB_PORTS = {"db1": 21, "db2": 22, "db3": 23}
+
+
+def rf3_book(bits=4, seed=0):
+    """A two-rule Ruleset 3 book (replication.factor > 1) over three db nodes."""
+    rng = random.Random(seed)
+    chains = [rng.sample(sorted(DB_PORTS), 3) for _ in range(1 << bits)]
+    return PartitionBook.from_chains(chains, DB_PORTS, bits, two_rules=True), chains
+
+
+def r3_on_switch(log):
+    """cookie index -> port of the Ruleset 3 rules the switch holds, replaying `log` (the flush
+    clears them)."""
+    held = {}
+    for _, fm in log:
+        if fm.command == DELETE and fm.out_port is None and fm.cookie_mask == 0:
+            held.clear()
+        elif fm.ruleset == RULESET_PARTITIONS:
+            assert fm.command == ADD and fm.priority == PRIORITY[RULESET_PARTITIONS]
+            held[fm.cookie & COOKIE_INDEX_MASK] = fm.out_port
+    return held
+
+
+def test_ruleset3_follows_statics_after_a_flush_and_goes_before_ruleset2():
+    book, _ = rf3_book()
+    sim = Sim(rate=1000.0, partitions=book, connect=False)
+    sim.add(Hs([1, 2]))
+    sim.u.switch_connected()
+    assert not sim.u.programmed and sim.u.metrics(0)["static_pending"] == 1 + 6 + 32  # flush, statics, Ruleset 3
+    batch = sim.u.next_batch(0.0)
+    assert batch.mods[0].command == DELETE and batch.mods[1:7] == STATICS
+    assert batch.mods[7:39] == book.flowmods() and [it.kind for it in batch.items[7:39]] == [CHAIN] * 32
+    assert [m.rule_hash for m in batch.mods[39:]] == Hs([1, 2])
+    assert RuleUpdater.ruleset2_kinds(batch) == [None] * 39 + ["add", "add"]
+    sim.u.batch_done(batch, {})
+    assert sim.u.programmed and sim.u.partitions_installed == book.rules()
+    assert sim.u.metrics(0)["ruleset2_flow_mods_sent"] == 2 and sim.u.metrics(0)["static_pending"] == 0
+
+
+def test_ruleset3_items_leave_before_ruleset2_items_and_after_withdrawals():
+    book, chains = rf3_book()
+    sim = Sim(rate=5.0, statics=[], partitions=book)
+    sim.run()
+    assert r3_on_switch(sim.sw.log) == book.rules()
+    sim.add(Hs(range(1, 6)))                  # five Ruleset 2 adds queued first ...
+    sim.u.withdraw("c2")
+    moved = sim.u.set_chains([c[1:] + c[:1] for c in chains], DB_PORTS)  # ... every head and tail moves
+    assert len(moved) == 32 and sim.u.chain_pending(moved) and not sim.u.programmed
+    assert sim.u.move_slot(0, read_port=book.read_port(0)) == []  # already what the book says
+    sim.sw.log.clear()
+    sim.run()
+    kinds = ["withdraw" if fm.command == DELETE else "r3" if fm.ruleset == RULESET_PARTITIONS else "r2"
+             for _, fm in sim.sw.log]
+    assert kinds == ["withdraw"] + ["r3"] * 32 + ["r2"] * 5
+    assert [fm.cookie & COOKIE_INDEX_MASK for _, fm in sim.sw.log[1:33]] == moved  # FIFO
+    assert r3_on_switch(sim.sw.log) == {i: book.port(i) for i in moved} and book.rules() == sim.u.partitions_installed
+    assert not sim.u.chain_pending() and sim.u.programmed
+    assert_window([t for t, _ in sim.sw.log], 5.0)
+
+
+def test_ruleset3_and_ruleset2_churn_together_hold_the_rate_window():
+    """Db nodes failing and rejoining (chain tables, single moves) while cache nodes churn
+    their hot sets: at most R flow-mods in any second, Ruleset 3 ends as the book says, Ruleset 2
+    as the cache nodes want, within C."""
+    rng = random.Random(11)
+    book, chains = rf3_book(seed=3)
+    sim = Sim(capacity=60, rate=50.0, partitions=book)
+    held = {}
+    moves = 0
+    for tick in range(400):  # 40 s, a request every 100 ms
+        sim.run(until=tick * 0.1)
+        if tick % 25 == 0:  # every 2.5 s a db node fails or comes back: a new chain table
+            dead = rng.choice(sorted(DB_PORTS))
+            table = [[n for n in c if n != dead] or c for c in chains] if tick % 50 == 0 else chains
+            moves += len(sim.u.set_chains(table, DB_PORTS))
+        elif tick % 7 == 0:  # a read server hand-over (catch-up done)
+            moves += len(sim.u.move_slot(rng.randrange(16), read_port=rng.choice(sorted(DB_PORTS.values()))))
+        if rng.random() < 0.5 and held:
+            victims = rng.sample(sorted(held), min(len(held), rng.randint(1, 8)))
+            sim.u.remove([CacheRule(h, held.pop(h)) for h in victims])
+        else:
+            new = [H(rng.randrange(1, 400)) for _ in range(rng.randint(1, 12))]
+            new = [h for h in dict.fromkeys(new) if h not in held]
+            rules = [CacheRule(h, rng.choice(sorted(PORTS))) for h in new]
+            res = sim.u.add(rules, [rng.uniform(0, 100) for _ in rules])
+            bad = {r for r, _ in res.rejected}
+            held.update({r.key_hash: r.cache_node for r in rules if r not in bad})
+    sim.run()
+    assert moves > 100  # Ruleset 3 really churned
+    times = [t for t, _ in sim.sw.log]
+    assert_window(times, 50)
+    m = sim.u.metrics(sim.now)
+    assert m["rule_updates_per_s_max"] == 50 and m["flow_mods_refused"] == 0
+    assert sim.sw.max_r2 <= 60
+    assert r3_on_switch(sim.sw.log) == book.rules() == sim.u.partitions_installed
+    assert sim.sw.r2 == {h: PORTS[n] for h, n in held.items()} == sim.u.installed
+    r3_sent = sum(1 for _, fm in sim.sw.log if fm.ruleset == RULESET_PARTITIONS)
+    assert m["ruleset2_flow_mods_sent"] + r3_sent + 1 + len(STATICS) == m["flow_mods_sent"] == len(times)
+    # in every batch, no Ruleset 2 flow-mod before a Ruleset 3 one
+    for b in sim.batches:
+        rs = [fm.ruleset for fm in b if fm.ruleset in (RULESET_CACHE, RULESET_PARTITIONS)]
+        assert rs == sorted(rs, key=lambda r: r != RULESET_PARTITIONS)
+
+
+def test_ruleset3_failed_batch_goes_back_in_order_and_a_refusal_is_resent():
+    book, _ = rf3_book(bits=2)
+    sim = Sim(rate=1000.0, statics=[], partitions=book)
+    sim.run()
+
+    def other(port):
+        return 21 if port != 21 else 22
+    a = sim.u.move_slot(1, read_port=other(book.read_port(1)), write_port=other(book.write_port(1)))
+    b = sim.u.move_slot(2, read_port=other(book.read_port(2)))
+    assert a == [1, 1 << 16 | 1] and b == [2]
+    sim.add(Hs([1]))
+    sim.now += 2.0
+    batch = sim.u.next_batch(sim.now)
+    assert [it.kind for it in batch.items] == [CHAIN] * 3 + ["add"]
+    assert [it.khash for it in batch.items[:3]] == a + b and sim.u.chain_pending(a)
+    sim.u.batch_failed(batch, sim.now)
+    assert sim.u.chain_pending(a + b) and sim.u.metrics(sim.now)["static_pending"] == 3
+    sim.now += 2.0
+    batch = sim.u.next_batch(sim.now)
+    assert [it.khash for it in batch.items[:3]] == a + b  # back in the same order, still first
+    sim.u.batch_done(batch, {0: "OFPET_FLOW_MOD_FAILED(5)/OFPFMFC_UNKNOWN(0)"}, sim.now)
+    assert sim.u.ruleset3_refused == 1 and sim.u.chain_pending([a[0]]) and not sim.u.chain_pending(a[1:] + b)
+    assert a[0] not in sim.u.partitions_installed  # what the switch holds there is unknown
+    sim.now += 2.0
+    sim.run()
+    assert not sim.u.chain_pending() and sim.u.partitions_installed == book.rules()
+    with pytest.raises(ValueError, match="no Ruleset 3 book"):
+        Sim(statics=[]).u.move_slot(0, read_port=21)

@@ -10,7 +10,8 @@ import struct
 import pytest
 
 from exoskeleton import keyhash, wire
-from exoskeleton.keyhash import PREFIX_GET, PREFIX_OTHER, key_hash, mac_bytes, mac_str, request_ip, request_mac
+from exoskeleton.keyhash import (PREFIX_ANY_MASK, PREFIX_FORWARDED, PREFIX_GET, PREFIX_OTHER, PREFIX_READ_MASK,
+                                 PREFIX_WRITE_MASK, key_hash, mac_bytes, mac_str, request_ip, request_mac)
 
 ROOT = pathlib.Path(__file__).parents[2]
 VECTORS = json.loads((ROOT / "proto" / "wire_vectors.json").read_text())
@@ -18,8 +19,10 @@ VECTORS = json.loads((ROOT / "proto" / "wire_vectors.json").read_text())
 
 def test_constants_match_vectors():
     c = VECTORS["constants"]
-    assert (keyhash.HASH_BITS, keyhash.PREFIX_GET, keyhash.PREFIX_OTHER, keyhash.PREFIX_BOTH_MASK) == \
-        (c["hash_bits"], c["prefix_get"], c["prefix_other"], c["prefix_both_mask"])
+    assert (keyhash.HASH_BITS, PREFIX_GET, PREFIX_OTHER, PREFIX_FORWARDED) == \
+        (c["hash_bits"], c["prefix_get"], c["prefix_other"], c["prefix_forwarded"])
+    assert (PREFIX_ANY_MASK, PREFIX_READ_MASK, PREFIX_WRITE_MASK) == \
+        (c["prefix_any_mask"], c["prefix_read_mask"], c["prefix_write_mask"])
     assert (wire.MAGIC, wire.VERSION, wire.MAX_KEY_LEN, wire.MIN_FRAME) == \
         (c["magic"], c["version"], c["max_key_len"], c["min_frame"])
     assert (wire.OP_GET, wire.OP_PUT, wire.OP_DELETE, wire.OP_REPLY) == \
@@ -34,7 +37,7 @@ def test_no_other_python_definition_of_the_hash_constants():
     from exo_controller import flows
     assert flows.HASH_BITS is keyhash.HASH_BITS and partitions.HASH_BITS is keyhash.HASH_BITS
     assert flows.PREFIX_GET is keyhash.PREFIX_GET and flows.PREFIX_OTHER is keyhash.PREFIX_OTHER
-    assert flows.PREFIX_BOTH_MASK is keyhash.PREFIX_BOTH_MASK == 0xEF
+    assert flows.PREFIX_ANY_MASK is keyhash.PREFIX_ANY_MASK == 0xEB
     for path in ("controller/exo_controller/flows.py", "common/exo_common/partitions.py"):
         text = (ROOT / path).read_text()
         assert not re.search(r"^(HASH_BITS|HASH_MASK|PREFIX_\w+)\s*=", text, re.M), path
@@ -91,6 +94,7 @@ def test_key_hash_vectors(v):
     assert key_hash(key) == v["hash40"]
     assert mac_str(request_mac(PREFIX_GET, key_hash(key))) == v["get_mac"]
     assert mac_str(request_mac(PREFIX_OTHER, key_hash(key))) == v["other_mac"]
+    assert mac_str(request_mac(PREFIX_FORWARDED, key_hash(key))) == v["forwarded_mac"]
     assert socket.inet_ntoa(request_ip(key_hash(key))) == v["request_ip"]
     assert int.from_bytes(request_ip(key_hash(key)), "big") == v["hash40"] >> 8  # the top 32 bits
     assert wire.request_dst_ip(key) == request_ip(key_hash(key))
@@ -145,13 +149,58 @@ def test_forwarded_frames_still_verify(v):
     """The cache node's rewrite (C++ wire::mark_forwarded, checked against the same vectors)
     keeps a UDP checksum valid; a db node would drop the forwarded GET otherwise."""
     f = wire.decode_frame(bytes.fromhex(v["forwarded_hex"]))
-    assert f.eth_dst[0] == PREFIX_OTHER and f.msg.flags & wire.FLAG_FORWARDED
+    assert f.eth_dst[0] == PREFIX_FORWARDED and f.msg.flags & wire.FLAG_FORWARDED
+    # nothing else changes but the flags byte and the UDP checksum (the same hash, addresses, key)
+    req = wire.decode_frame(bytes.fromhex(v["request_hex"]))
+    assert f.eth_dst[1:] == req.eth_dst[1:] and f.msg.key == req.msg.key
 
 
 def test_prefixes_are_locally_administered_unicast():
-    for p in (PREFIX_GET, PREFIX_OTHER):
+    for p in (PREFIX_GET, PREFIX_FORWARDED, PREFIX_OTHER, 0xBE):  # 0xBE: never sent, reserved
         assert p & 0x02 and not p & 0x01
-    assert PREFIX_GET & keyhash.PREFIX_BOTH_MASK == PREFIX_OTHER & keyhash.PREFIX_BOTH_MASK  # one Ruleset 3 rule
+    assert keyhash.REQUEST_PREFIXES == (PREFIX_GET, PREFIX_FORWARDED, PREFIX_OTHER)
+
+
+def _first_bytes(mask: int, prefix: int) -> set[int]:
+    """Every first byte a Ruleset 3 rule with this first-byte value and mask matches."""
+    return {b for b in range(256) if b & mask == prefix & mask}
+
+
+def test_ruleset3_masks_match_exactly_the_design_table():
+    """All 256 first bytes against each mask (docs/switch-rules.md, "Request prefixes and
+    masks"): the rf-1 rule takes every request (and the unused 0xBE), the rf > 1 read rule GETs
+    and forwarded GETs, the write rule writes only."""
+    assert _first_bytes(PREFIX_ANY_MASK, PREFIX_GET) == {0xAA, 0xAE, 0xBA, 0xBE}
+    assert _first_bytes(PREFIX_READ_MASK, PREFIX_GET) == {0xAA, 0xAE}
+    assert _first_bytes(PREFIX_WRITE_MASK, PREFIX_OTHER) == {0xBA}
+    # the read and write rules of one slot are disjoint; together they are the rf-1 rule minus 0xBE
+    assert _first_bytes(PREFIX_READ_MASK, PREFIX_GET) | _first_bytes(PREFIX_WRITE_MASK, PREFIX_OTHER) == \
+        _first_bytes(PREFIX_ANY_MASK, PREFIX_GET) - {0xBE}
+    # Ruleset 2 matches 0xAA exactly: a forwarded GET never loops back to a cache node
+    assert PREFIX_FORWARDED != PREFIX_GET
+    # the checker can fail: the old rf-1 mask 0xEF misses forwarded GETs
+    assert PREFIX_FORWARDED not in _first_bytes(0xEF, PREFIX_GET)
+
+
+def test_rf1_rule_uses_the_any_mask_and_no_node_mac_matches_it():
+    """flows.partition_match's first byte is 0xAA under PREFIX_ANY_MASK; the config validator
+    refuses a node MAC with exactly the first bytes that rule matches, so Rulesets 1 and 3 stay
+    disjoint."""
+    from pydantic import ValidationError
+
+    from exo_common.config import REQUEST_PREFIXES, _Node
+    from exo_controller import flows
+    for bits in (1, 8, 12):
+        value, mask = flows.partition_match(0, bits)
+        assert (value >> 40, mask >> 40) == (PREFIX_GET, PREFIX_ANY_MASK)
+    assert {int(p, 16) for p in REQUEST_PREFIXES} == _first_bytes(PREFIX_ANY_MASK, PREFIX_GET)
+    refused = set()
+    for b in range(0, 256, 2):  # unicast first bytes (a multicast one is refused for that)
+        try:
+            _Node._mac(f"{b:02x}:00:00:00:00:01")
+        except (ValueError, ValidationError):
+            refused.add(b)
+    assert refused == _first_bytes(PREFIX_ANY_MASK, PREFIX_GET)
 
 
 def test_max_kv_bytes_at_mtu_1500():

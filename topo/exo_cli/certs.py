@@ -3,6 +3,8 @@ component named in the config (docs/security.md; the work is exo_common/pki.py).
 
 Writes to DIR (default security.cert_dir): ca.crt, ca.key and <name>.crt + <name>.key for
 the controller, the switch, every cache node, db node (and wimpy emulator), proxy and operator.
+DIR/etcd gets etcd's own CA, etcd's server certificate and the controllers' client certificate
+(exo_common/pki.py init_etcd_pki; docs/etcd.md).
 Run again, it keeps the CA and every certificate that is still right and issues the others;
 --force reissues every certificate (the CA stays: delete ca.crt and ca.key for a new one).
 Prints one line per certificate. Exit 0; 2 for a bad config (the message names the field) or a
@@ -26,13 +28,14 @@ def add_parser(sub) -> None:
 
 def cmd_init(args) -> int:
     from exo_common.config import load_config
-    from exo_common.pki import PkiError, init_pki
+    from exo_common.pki import PkiError, init_etcd_pki, init_pki
 
     cfg = load_config(args.config)  # a ConfigError reaches main(), which prints it and exits 2
     out = Path(args.out or cfg.security.cert_dir)
     roles = cfg.roles()
     try:
         report = init_pki(roles, cfg.cluster.name, out, force=args.force)
+        etcd = init_etcd_pki(cfg.cluster.name, out, force=args.force)
     except PkiError as err:
         print(f"exo certs init: {err}", file=sys.stderr)
         return 2
@@ -42,4 +45,6 @@ def cmd_init(args) -> int:
     for name, role, what in rows:
         print(f"  {name:<{width}}  {role:<10}  {what}")
     print(f"{len(report.issued)} issued, {len(report.reissued)} reissued, {len(report.kept)} kept")
+    leaves = ", ".join(f"{stem}.crt {what}" for stem, _, what in etcd.rows({"server": "", "controller": ""}))
+    print(f"{etcd.out_dir}: etcd CA {etcd.ca}; {leaves}")
     return 0

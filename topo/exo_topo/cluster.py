@@ -31,6 +31,7 @@ from exo_controller.flows import FORWARD_TABLE, table_flow_limit
 from exoskeleton import Client
 
 from . import ovs
+from .controller_group import ControllerGroup, uses_failover
 from .grpc_clients import Stubs
 from .lifecycle import StartStop
 from .mgmt_net import MgmtNet
@@ -80,7 +81,10 @@ class EmulatedCluster(StartStop):
         self.node_procs: dict[str, subprocess.Popen] = {}
         self._started_ovs = False
         self._logs: list = []
-        self.stubs = Stubs(cfg)
+        # With controller.instances + etcd: a failover group (controller_group.py); stubs then
+        # reach the first instance (reads are served by any instance).
+        self.group: Optional[ControllerGroup] = None
+        self.stubs = Stubs(cfg.for_instance(cfg.controller.instances[0].name) if uses_failover(cfg) else cfg)
         self.tls = TlsSetup(cfg)  # certificates + OVS's SSL (docs/security.md)
         self.mgmt = MgmtNet(cfg)  # the hosts' /metrics reachable from the root namespace
 
@@ -98,14 +102,25 @@ class EmulatedCluster(StartStop):
         self.tls.start()
         self._controller_cmd = [sys.executable, "-m", "exo_controller", "--config", str(cfg_path),
                                 "--ruleset2-journal", str(self.ruleset2_journal), *self.controller_args]
-        self.controller_proc = self._spawn(None, "controller", self._controller_cmd)
-        self._wait_for(self._controller_ok, "controller gRPC")
+        if uses_failover(self.cfg):
+            self.group = ControllerGroup(self.cfg, self.run_dir, self._spawn, self._controller_cmd)
+            self.group.start()
+            self._wait_for(self.group.all_up, "every controller instance's gRPC")
+        else:
+            self.controller_proc = self._spawn(None, "controller", self._controller_cmd)
+            self._wait_for(self._controller_ok, "controller gRPC")
+        # The switch connects to every controller instance (OVS: one target each; one SSL
+        # setting, the shared `controller` certificate's CA).
+        controllers = [partial(_QuietRemoteController, ip=self.cfg.controller.openflow_host, port=i.openflow_port,
+                               protocol=openflow_protocol(self.cfg)) for i in self.cfg.controller.all_instances()]
         self.net = Mininet(
             topo=ExoTopo(self.cfg),
             switch=partial(OVSSwitch, datapath="user", protocols="OpenFlow13", failMode="secure"),
-            controller=partial(_QuietRemoteController, ip=self.cfg.controller.openflow_host,
-                               port=self.cfg.controller.openflow_port, protocol=openflow_protocol(self.cfg)),
+            controller=controllers[0] if len(controllers) == 1 else None,
             autoSetMacs=False, autoStaticArp=True, waitConnected=False)
+        if len(controllers) > 1:
+            for inst, ctl in zip(self.cfg.controller.all_instances(), controllers):
+                self.net.addController(f"ctl{inst.name}", controller=ctl)
         self.net.start()
         self.mgmt.start(self.net)
         # Table 0 holds the static rules plus C cache rules, like a hardware switch's L2 table.
@@ -141,6 +156,8 @@ class EmulatedCluster(StartStop):
         if self.controller_proc is not None:
             _step("stop controller", terminate, self.controller_proc, "controller")
             self.controller_proc = None
+        if self.group is not None:
+            _step("stop controller instances and etcd", self.group.stop)
         _step("close gRPC channels", self.stubs.close)
         if self._started_ovs:
             _step("stop Open vSwitch", ovs.stop)
@@ -297,6 +314,8 @@ class EmulatedCluster(StartStop):
         procs = dict(self.node_procs)
         if self.controller_proc is not None:
             procs["controller"] = self.controller_proc
+        if self.group is not None:
+            procs.update({f"controller-{n}": p for n, p in self.group.procs.items()})
         for name, p in procs.items():
             if p.poll() is not None:
                 tail = (self.run_dir / f"{name}.log").read_text(errors="replace")[-2000:]
@@ -314,7 +333,9 @@ class EmulatedCluster(StartStop):
             rep = self.stubs.rules(3, timeout=2.0)
         except Exception:
             return False
-        return rep.switch_connected and len(rep.flows) == (1 << self.cfg.switch.partition_bits)
+        # One Ruleset 3 rule per slot, two (read and write) when chains replicate.
+        per_slot = 2 if self.cfg.replication.factor > 1 else 1
+        return rep.switch_connected and len(rep.flows) == per_slot << self.cfg.switch.partition_bits
 
     def _stats_ok(self, name: str) -> bool:
         try:

@@ -69,6 +69,11 @@ class Stubs:
     def cached_keys(self, cache_name: str, timeout: float = 5.0) -> list[bytes]:
         return list(self.cache(cache_name).ListKeys(pb.StatsRequest(), timeout=timeout).keys)
 
+    def slot_digests(self, db_name: str, timeout: float = 10.0) -> dict[int, tuple[int, int]]:
+        """slot -> (keys, digest) of what db node `db_name` holds (DbNode.SlotDigest)."""
+        rep = self.db(db_name).SlotDigest(pb.SlotDigestRequest(), timeout=timeout)
+        return {e.slot: (e.keys, e.digest) for e in rep.slots}
+
     def rules(self, ruleset: int = 0, timeout: float = 5.0) -> pb.ListRulesReply:
         return self.controller().ListRules(pb.ListRulesRequest(ruleset=ruleset), timeout=timeout)
 

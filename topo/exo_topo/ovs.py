@@ -54,6 +54,18 @@ def configure_table0(bridge: str, limit: int, table: int = 0) -> None:
                    check=True, stdout=subprocess.DEVNULL)
 
 
+def dump_flows(bridge: str, cookies: list[int]) -> list[str]:
+    """The switch's own lines (`ovs-ofctl dump-flows`) for the flows with these exact cookies:
+    what the switch holds, as an operator would read it (the closing note's rule dump)."""
+    out: list[str] = []
+    for cookie in cookies:
+        r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge,
+                            f"cookie={cookie:#x}/-1"], capture_output=True, text=True, timeout=10,
+                           check=True)
+        out += [line.strip() for line in r.stdout.splitlines() if "cookie=" in line]
+    return out
+
+
 def meter_stats(bridge: str, meter: int) -> tuple[int, int]:
     """(frames that reached OpenFlow meter `meter`, frames its first band dropped), read from the
     switch itself with `ovs-ofctl meter-stats` (the controller reports only the drops)."""

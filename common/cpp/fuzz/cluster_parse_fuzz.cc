@@ -36,6 +36,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (chain[e] == chain[k]) std::abort();
     }
   }
+  // A cache node always has a controller to ask, and never an unnamed or address-less one.
+  if (c.controllers.empty()) std::abort();
+  for (const auto& ctl : c.controllers)
+    if (ctl.name.empty() || ctl.grpc.empty()) std::abort();
   const auto& h = c.hot_keys;
   if (h.weights.size() != h.segments || h.segments == 0 || h.segment_ms == 0 || h.top_k == 0) std::abort();
   if (!(h.sample_rate > 0 && h.sample_rate <= 1) || !(h.confidence_z >= 0)) std::abort();

@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     exo::wire::mark_forwarded(fwd.data());
     exo::wire::FrameView fv{};
     if (exo::wire::parse(fwd, fv) != exo::wire::ParseError::kNone) std::abort();
-    if (!(fv.flags & exo::wire::kForwarded) || fv.eth_dst[0] != exo::kPrefixOther) std::abort();
+    if (!(fv.flags & exo::wire::kForwarded) || fv.eth_dst[0] != exo::kPrefixForwarded) std::abort();
   }
 
   // Answer it in place (as the cache node does) and parse the reply again.

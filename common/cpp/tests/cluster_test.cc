@@ -293,6 +293,34 @@ TEST(Cluster, RefusesBadChains) {
   expect_error(edited([](nlohmann::json& j) { j.erase("chains"); }), "chains: expected one chain per slot (256), found 0");
 }
 
+// controller.instances: every controller process, the one a config without instances[] included.
+TEST(Cluster, ReadsControllerInstances) {
+  auto c = exo::parse_cluster(defaults_text(), "t.json");
+  ASSERT_EQ(c.controllers.size(), 1u);
+  EXPECT_EQ(c.controllers[0].name, "controller");
+  EXPECT_EQ(c.controllers[0].grpc, c.controller_grpc);
+  c = exo::parse_cluster(edited([](nlohmann::json& j) {
+    j["controller"]["instances"] = nlohmann::json::parse(
+        R"([{"name": "c1", "openflow_port": 6653, "grpc": "10.0.0.1:1", "metrics": ""},
+            {"name": "c2", "openflow_port": 6654, "grpc": "10.0.0.1:2", "metrics": ""}])");
+  }), "t.json");
+  EXPECT_EQ(c.controllers, (std::vector<exo::ControllerInstanceInfo>{{"c1", "10.0.0.1:1"}, {"c2", "10.0.0.1:2"}}));
+}
+
+// Known-bad controller lists: each refused with the field named.
+TEST(Cluster, RefusesBadControllerInstances) {
+  expect_error(edited([](nlohmann::json& j) { j["controller"]["instances"] = nlohmann::json::array(); }),
+               "controller.instances: empty");
+  expect_error(edited([](nlohmann::json& j) { j["controller"]["instances"][0]["grpc"] = ""; }),
+               "controller.instances[0].grpc: empty");
+  expect_error(edited([](nlohmann::json& j) { j["controller"]["instances"][0].erase("openflow_port"); }),
+               "controller.instances[0].openflow_port: missing");
+  expect_error(edited([](nlohmann::json& j) {
+                 j["controller"]["instances"].push_back(j["controller"]["instances"][0]);
+               }),
+               "controller.instances[1].name: 'controller' named twice");
+}
+
 TEST(Cluster, ReadsAFileWrittenToDisk) {
   const std::string path = write_tmp(with("\"threads\": 2,", "\"threads\": 3,"));
   EXPECT_EQ(exo::load_cluster(path).db_nodes[0].threads, 3u);

@@ -103,6 +103,19 @@ TEST(Checksum, Ipv4HeaderChecksumCatchesAnyChangedByte) {
   }
 }
 
+// Exactly the three prefixes a sender of the cluster uses are requests: 0xAA (client GET), 0xAE
+// (GET a cache node forwards), 0xBA (PUT/DELETE). 0xBE is never sent, so it stays foreign.
+TEST(Screen, RequestMacsAreExactlyTheThreePrefixes) {
+  int requests = 0;
+  for (int b = 0; b < 256; ++b) {
+    const uint8_t mac[6] = {static_cast<uint8_t>(b), 1, 2, 3, 4, 5};
+    const bool want = b == 0xAA || b == 0xAE || b == 0xBA;
+    EXPECT_EQ(exo::wire::is_request_mac(mac), want) << b;
+    requests += exo::wire::is_request_mac(mac);
+  }
+  EXPECT_EQ(requests, 3);
+}
+
 TEST(Screen, SortsFramesIntoIgnoredMalformedAndRequests) {
   ParseError why = ParseError::kNone;
   const auto get = request(exo::wire::kGet, "user:1");
@@ -175,7 +188,7 @@ TEST(Forward, RewriteKeepsAnyUdpChecksumValid) {
     if (udp_field(f) != 0) exo::wire::set_udp_checksum(f);
     const bool had_checksum = udp_field(f) != 0;
     exo::wire::mark_forwarded(f.data());
-    ASSERT_EQ(f[0], exo::kPrefixOther);
+    ASSERT_EQ(f[0], exo::kPrefixForwarded);
     ASSERT_TRUE(f[off::kFlags] & exo::wire::kForwarded);
     ASSERT_EQ(udp_field(f) != 0, had_checksum) << "0 stays 'none', a checksum stays one";
     ASSERT_TRUE(exo::wire::udp_checksum_ok(f.data()));

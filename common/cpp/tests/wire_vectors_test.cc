@@ -38,7 +38,10 @@ TEST(Constants, MatchSharedVectors) {
   EXPECT_EQ(exo::kHashBits, c["hash_bits"].get<int>());
   EXPECT_EQ(exo::kPrefixGet, c["prefix_get"].get<uint8_t>());
   EXPECT_EQ(exo::kPrefixOther, c["prefix_other"].get<uint8_t>());
-  EXPECT_EQ(uint8_t(~(exo::kPrefixGet ^ exo::kPrefixOther)), c["prefix_both_mask"].get<uint8_t>());
+  EXPECT_EQ(exo::kPrefixForwarded, c["prefix_forwarded"].get<uint8_t>());
+  EXPECT_EQ(exo::kPrefixAnyMask, c["prefix_any_mask"].get<uint8_t>());
+  EXPECT_EQ(exo::kPrefixReadMask, c["prefix_read_mask"].get<uint8_t>());
+  EXPECT_EQ(exo::kPrefixWriteMask, c["prefix_write_mask"].get<uint8_t>());
   EXPECT_EQ(exo::wire::kMagic, c["magic"].get<uint16_t>());
   EXPECT_EQ(exo::wire::kVersion, c["version"].get<uint8_t>());
   EXPECT_EQ(exo::wire::kMaxKeyLen, c["max_key_len"].get<size_t>());
@@ -103,6 +106,7 @@ TEST(KeyHash, MatchesSharedVectors) {
     EXPECT_EQ(h, v["hash40"].get<uint64_t>()) << v["key_hex"];
     EXPECT_EQ(exo::format_mac(exo::request_mac(exo::kPrefixGet, h).data()), v["get_mac"]);
     EXPECT_EQ(exo::format_mac(exo::request_mac(exo::kPrefixOther, h).data()), v["other_mac"]);
+    EXPECT_EQ(exo::format_mac(exo::request_mac(exo::kPrefixForwarded, h).data()), v["forwarded_mac"]);
     EXPECT_EQ(exo::hash_from_mac(exo::request_mac(exo::kPrefixGet, h).data()), h);
     EXPECT_EQ(exo::request_ip(h), exo::parse_ipv4(v["request_ip"])) << v["key_hex"];
     EXPECT_EQ(exo::request_ip(h), uint32_t(h >> 8));  // the top 32 of the 40 bits
@@ -177,7 +181,7 @@ TEST(Wire, MarkForwardedMatchesSharedVectors) {
     exo::wire::mark_forwarded(raw.data());
     EXPECT_EQ(raw, unhex(v["forwarded_hex"])) << v["name"];
     ASSERT_EQ(exo::wire::parse(raw, f), exo::wire::ParseError::kNone) << v["name"];
-    EXPECT_EQ(f.eth_dst[0], exo::kPrefixOther);
+    EXPECT_EQ(f.eth_dst[0], exo::kPrefixForwarded);
     EXPECT_TRUE(f.flags & exo::wire::kForwarded);
   }
 }

@@ -19,6 +19,8 @@ const char* name(Act a) {
     case Act::kReply: return "reply";
     case Act::kGoUncached: return "go-uncached";
     case Act::kCount: return "count";
+    case Act::kReplicate: return "replicate";
+    case Act::kDeferReplication: return "defer-replication";
   }
   return "?";
 }
@@ -34,6 +36,7 @@ const char* name(On e) {
     case On::kTxlogDeleted: return "txlog-deleted";
     case On::kAttempt: return "attempt";
     case On::kForget: return "forget";
+    case On::kChainReplied: return "chain-replied";
   }
   return "?";
 }

@@ -47,6 +47,10 @@ enum class Act : uint8_t {
   kReply,          // answer `status`: OK; BUSY or ERROR are refusals, recorded for the request id
   kGoUncached,     // the key is no longer tracked: the caller writes it the uncached way
   kCount,          // bump `tally`
+  // Chain replication (replication factor > 1, docs/design/replication.md 3.4).
+  kReplicate,          // pass the write down the slot's chain                -> Event::chain_replied
+  kDeferReplication,   // the chain did not acknowledge: hand the prepared txn to the chain
+                       // runtime, which commits it and queues the Commit once it does; no reply
 };
 
 // Counters the machines move (mapped onto the counter blocks by the shell).
@@ -116,8 +120,14 @@ enum class On : uint8_t {
   kTxlogDeleted,    // an awaited kStoreWrite deleting a txlog record: code 1 written
   kAttempt,         // the resolver tries a decision (its retry round, or a write settling its key)
   kForget,          // ForgetCacheNode: the controller has withdrawn the decision's cache node
+  kChainReplied,    // kReplicate's result: code is a ChainReply
 };
-inline constexpr size_t kNumOn = 9;
+inline constexpr size_t kNumOn = 10;
+
+enum class ChainReply : uint8_t {
+  kAcked,      // every later member of the chain applied the write
+  kUncertain,  // no acknowledgement: some member may have applied it
+};
 
 enum class Settle : uint8_t {
   kUndelivered,  // at least one decision is still undelivered
@@ -144,6 +154,7 @@ struct Event {
   static Event txlog_deleted(bool ok) { return {On::kTxlogDeleted, ok}; }
   static Event attempt() { return {On::kAttempt, 0}; }
   static Event forget() { return {On::kForget, 0}; }
+  static Event chain_replied(ChainReply r) { return {On::kChainReplied, static_cast<uint8_t>(r)}; }
 };
 
 const char* name(Act a);

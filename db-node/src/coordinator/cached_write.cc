@@ -87,14 +87,24 @@ ActionList CachedWrite::on(const Event& e) {
           return abandon(wire::kBusy);
         case PrepareOutcome::kPrepared:
         case PrepareOutcome::kNotCached:
-          state_ = e.code == PrepareOutcome::kPrepared ? S::kCommittingPrepared
-                                                       : S::kCommittingNotCached;
-          Action& a = out.add(Act::kTxnCommit);  // the decision point
-          a.awaited = true;
-          a.txid = r_.txid;
+          if (!r_.replicate) return commit_locally(e.code == PrepareOutcome::kPrepared);
+          // The chain first: the tail must have the write before the decision, because from
+          // the Commit on the cache node serves it, and GETs it forwards meanwhile go there.
+          state_ = S::kReplicating;
+          participant_prepared_ = e.code == PrepareOutcome::kPrepared;
+          out.add(Act::kReplicate).awaited = true;
           return out;
       }
       break;
+
+    case S::kReplicating:
+      if (e.kind != On::kChainReplied) break;
+      if (static_cast<ChainReply>(e.code) == ChainReply::kAcked)
+        return commit_locally(participant_prepared_);
+      // Maybe applied somewhere in the chain: neither BUSY nor an Abort would be the truth.
+      state_ = S::kDeferredReplication;
+      out.add(Act::kDeferReplication);
+      return out;
 
     case S::kCommittingPrepared:
     case S::kCommittingNotCached:
@@ -180,10 +190,20 @@ ActionList CachedWrite::on(const Event& e) {
     case S::kAborted:
     case S::kRefused:
     case S::kUncached:
+    case S::kDeferredReplication:
       break;
   }
   ++rejected_;
   return ActionList{};
+}
+
+ActionList CachedWrite::commit_locally(bool participant_prepared) {
+  state_ = participant_prepared ? S::kCommittingPrepared : S::kCommittingNotCached;
+  ActionList out;
+  Action& a = out.add(Act::kTxnCommit);  // the decision point
+  a.awaited = true;
+  a.txid = r_.txid;
+  return out;
 }
 
 ActionList CachedWrite::prepare_locally() {
@@ -263,6 +283,8 @@ const char* name(CachedWrite::State s) {
     case S::kAborted: return "aborted";
     case S::kRefused: return "refused";
     case S::kUncached: return "uncached";
+    case S::kReplicating: return "replicating";
+    case S::kDeferredReplication: return "deferred-replication";
   }
   return "?";
 }

@@ -21,6 +21,18 @@
 //                          local_committed: failed            refused                    ERROR
 //   commit-sent            finish_replied: definitive         done                       OK
 //                          finish_replied: unreachable        deferred (Commit queued)   OK
+//
+// At replication factor > 1 (Request::replicate, docs/design/replication.md 3.4) the write goes
+// down the slot's chain between the cache node's answer and the local commit, so the tail,
+// which serves the key's GETs while the cache node forwards them, has it before the decision:
+//   prepare-sent           prepare_replied: prepared / not    replicating
+//                          cached
+//   replicating            chain_replied: acked               committing-prepared /
+//                                                             committing-not-cached (as above)
+//                          chain_replied: uncertain           deferred-replication       none
+// deferred-replication: no reply, and never an Abort (some member may have the write); the
+// chain runtime keeps the prepared transaction, commits it once the chain acknowledges, then
+// hands the Commit to the resolver. The cache node forwards the key's GETs to the tail meanwhile.
 // Every transition with its actions: the written table in tests/coordinator_write_test.cc.
 //
 // Replies: OK only once the local commit succeeded, and then the cache node has the write
@@ -50,14 +62,16 @@ class CachedWrite {
     kCommittingPrepared,   // the cache node prepared; the local commit is in progress
     kCommittingNotCached,  // the cache node does not cache the key; the local commit is in progress
     kCommitSent,           // committed locally (the decision); Commit RPC in flight
+    kReplicating,          // the cache node answered; the write is going down the chain
     // Finished:
     kDone,      // OK; nothing of this write is left to deliver
     kDeferred,  // OK; its Commit is left to the resolver (the cache node forwards the key's GETs)
     kAborted,   // BUSY or ERROR, not applied; its Abort is left to the resolver
     kRefused,   // BUSY or ERROR, not applied; nothing to undo at the cache node
     kUncached,  // handed back: the key turned out untracked, the caller writes it uncached
+    kDeferredReplication,  // no reply; the chain runtime completes it (replicate only)
   };
-  static constexpr size_t kNumStates = 12;
+  static constexpr size_t kNumStates = 14;
 
   // The write. Spans and views must outlive the machine (the request frame, the caller's
   // strings). `txid` is node-unique and allocated under the key's stripe lock, so a key's
@@ -69,6 +83,7 @@ class CachedWrite {
     Bytes value;                  // empty for a delete
     std::string_view cache_node;  // who holds the key (a copy the caller keeps: an unmark frees the map's)
     Bytes dedup_key, dedup_value;  // the request's OK record (records.h), committed with the write
+    bool replicate = false;        // the key's slot has a chain of more than one node
   };
 
   explicit CachedWrite(const Request& r);
@@ -91,8 +106,12 @@ class CachedWrite {
   void delete_commit_record(ActionList& out);
   void reply(ActionList& out, uint8_t status);
 
+  // The local commit once the cache node answered (and, replicating, once the chain acked).
+  ActionList commit_locally(bool participant_prepared);
+
   const Request r_;
   State state_ = State::kReceived;
+  bool participant_prepared_ = false;  // replicating: the cache node answered prepared
   uint32_t rejected_ = 0;
   std::string txlog_value_;             // the txlog record's value: cache node and key
   std::string commit_key_, abort_key_;  // its keys for this txid

@@ -1,0 +1,79 @@
+// The DbNode RPCs of chain replication (docs/design/replication.md, 3.1): Replicate, a write
+// passed by this node's predecessor, and SlotDigest, what this node holds of each slot (the
+// tests' and chaos campaign's check that a chain's members agree).
+#include <xxhash.h>
+
+#include <map>
+
+#include "control_service.h"
+#include "keyhash.h"
+#include "log.h"
+
+namespace exo::db {
+
+grpc::Status ControlService::Replicate(grpc::ServerContext* ctx, const exo::ReplicateRequest* req,
+                                       exo::ReplicateReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.Replicate");
+  if (!chain_)
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this node does not replicate");
+  // Who passes the write: a db node's certificate (allowed_roles = db). With checks off
+  // (security.insecure_dev_mode) nobody is authenticated and any caller is taken as the
+  // predecessor.
+  std::optional<uint32_t> from;
+  if (authz_.checks_on()) {
+    const std::string name = caller(ctx);
+    for (uint32_t i = 0; i < cluster_.db_nodes.size(); ++i)
+      if (cluster_.db_nodes[i].name == name) from = i;
+    if (!from) return authz_.refuse(ctx, kMethod, "'" + name + "' is not a db node of this cluster");
+  }
+  const ReplicaOutcome o = chain_->apply_from_predecessor(*req, from, ctx->deadline());
+  switch (o.code) {
+    case ReplicaOutcome::kApplied:
+      rep->set_duplicate(o.duplicate);
+      return grpc::Status::OK;
+    case ReplicaOutcome::kNotPredecessor:
+      LOG_WARN("Replicate refused: %s", o.error.c_str());
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, o.error);
+    case ReplicaOutcome::kBadRequest:
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, o.error);
+    case ReplicaOutcome::kUncertain:
+      break;
+  }
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, o.error);
+}
+
+grpc::Status ControlService::SlotDigest(grpc::ServerContext* ctx, const exo::SlotDigestRequest* req,
+                                        exo::SlotDigestReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.SlotDigest");
+  const uint32_t bits = cluster_.partition_bits;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_slot;  // slot -> (keys, digest)
+  for (uint32_t s : req->slots()) by_slot[s];
+  const bool all = req->slots_size() == 0;
+  std::string kv;
+  // A full scan: an operator's and a test's tool, not a hot path.
+  const StoreResult r = store_.scan(Cf::kData, [&](std::string_view k, std::string_view v) {
+    const uint32_t slot =
+        static_cast<uint32_t>((key_hash(bytes_of(k)) & kHashMask) >> (kHashBits - bits));
+    auto it = by_slot.find(slot);
+    if (it == by_slot.end()) {
+      if (!all) return;
+      it = by_slot.emplace(slot, std::make_pair(0, 0)).first;
+    }
+    kv.assign(k);
+    kv.push_back('\0');
+    kv.append(v);
+    it->second.first += 1;
+    it->second.second ^= XXH64(kv.data(), kv.size(), 0);
+  });
+  if (!r.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "store scan: " + r.error);
+  rep->set_node(node_name_);
+  for (const auto& [slot, kd] : by_slot) {
+    exo::SlotDigestEntry* e = rep->add_slots();
+    e->set_slot(slot);
+    e->set_keys(kd.first);
+    e->set_digest(kd.second);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace exo::db

@@ -1,0 +1,54 @@
+// Passing a write to the next node of its chain (docs/design/replication.md, 3.1). The head and
+// every middle call replicate() for their successor; the tests substitute an in-process fake.
+// What an answer means for the write is in ForwardOutcome: only kAcked lets the caller count
+// the write as held by the rest of the chain.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cluster.h"
+#include "exoproto/control.pb.h"
+#include "grpc_security.h"
+
+namespace exo::db {
+
+struct ForwardOutcome {
+  enum Code : uint8_t {
+    kAcked,      // the successor and everything after it applied the write
+    kUncertain,  // deadline, unreachable, or any other error: maybe applied downstream
+    kRefused,    // FAILED_PRECONDITION: the successor says we are not its predecessor
+  };
+  Code code = kUncertain;
+  std::string error;
+};
+
+class ChainForwarder {
+ public:
+  virtual ~ChainForwarder() = default;
+  // Sends `req` to db node `to` (index into the cluster's db_nodes), waiting until `deadline`.
+  virtual ForwardOutcome replicate(uint32_t to, const exo::ReplicateRequest& req,
+                                   std::chrono::system_clock::time_point deadline) = 0;
+};
+
+class GrpcChainForwarder final : public ChainForwarder {
+ public:
+  // One channel per db node, created on first use, with this node's credentials and the peer's
+  // certificate name as the target-name override (grpc_security.h).
+  GrpcChainForwarder(const Cluster& cluster, std::shared_ptr<const GrpcSecurity> security);
+  ~GrpcChainForwarder() override;
+  ForwardOutcome replicate(uint32_t to, const exo::ReplicateRequest& req,
+                           std::chrono::system_clock::time_point deadline) override;
+
+ private:
+  struct Peer;
+  const Cluster& cluster_;
+  std::shared_ptr<const GrpcSecurity> security_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // by db node index; never resized
+};
+
+}  // namespace exo::db
