@@ -18,7 +18,8 @@ set(EXO_PYTHON ${_exo_default_python} CACHE FILEPATH
 
 install(TARGETS exo-cache-node exo-db-node exo-proxy RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS packaging/bin/exo-controller packaging/bin/exo DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES docs/deploy.md docs/operations.md docs/security.md docs/config-reference.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES docs/deploy.md docs/operations.md docs/security.md docs/config-reference.md
+              docs/replication.md docs/etcd.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY configs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/configs FILES_MATCHING PATTERN "*.yaml")
 install(DIRECTORY packaging/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 

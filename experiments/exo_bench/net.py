@@ -107,15 +107,17 @@ def veth_link(tag: str, gen_mac: str, gen_ip: str, srv_mac: str, srv_ip: str,
 def stub_netns(tag: str, name: str, mac: str, ip: str) -> Iterator[Endpoint]:
     """A namespace of its own for a process that needs an interface but no traffic on it (a
     chain's middle or tail in the replication cases: its writes come over gRPC on a unix
-    socket, which crosses namespaces): one dummy interface, up, with the node's MAC and IP."""
+    socket, which crosses namespaces): a veth pair with both ends inside it (this machine's
+    kernel has no dummy interfaces), the node's end up with its MAC and IP."""
     ns = _ns_name("stub", f"{tag}{name}")
-    iface = f"{PREFIX}d{name}"[:15]
+    iface, peer = f"{PREFIX}d{name}"[:15], f"{PREFIX}p{name}"[:15]
     made = False
     try:
         sh("ip", "netns", "add", ns)
         made = True
         sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", ns, "link", "add", iface, "type", "dummy")
+        sh("ip", "-n", ns, "link", "add", iface, "type", "veth", "peer", "name", peer)
+        sh("ip", "-n", ns, "link", "set", peer, "up")
         sh("ip", "-n", ns, "link", "set", iface, "address", mac, "up")
         sh("ip", "-n", ns, "addr", "add", f"{ip}/8", "dev", iface)
         yield Endpoint(ns, iface, mac, ip)
