@@ -63,13 +63,19 @@ proxy-conformance: build
 
 # Fault-injection campaign on a Mininet cluster, every history checked for linearizability
 # (docs/chaos.md). Writes results/chaos.json. REPEATS=1 for a short one (make test runs that).
-# Fails on a violation, a lost acknowledged write or a key the checker left undecided.
-# MUTANT=skip-prepare|serve-stale: the same campaign against that mutant test build, written to
+# Two controller instances and an etcd, so each round also kills the master controller; three
+# db nodes in chains of three (--replication 3), so each round also kills a db node with its disk,
+# removes one and adds it back (kill_db_disk, remove_node, add_node).
+# Fails on a violation, a lost acknowledged write, a key the checker left undecided, chains that
+# did not converge, a membership change that never completed, or a controller takeover of 1 s
+# or more (or one that flushed a flow).
+# MUTANT=skip-prepare|serve-stale|ack-at-head: the same campaign against that mutant test build
+# (at the replication factor the mutant needs: 1, or 3 for ack-at-head), written to
 # results/chaos-mutant-$(MUTANT).json; it fails when the mutant is NOT caught (no violation).
 chaos: build
 	@mkdir -p results
-	@$(PY) -m exo_chaos.campaign --repeats $${REPEATS:-3} \
-		$(if $(MUTANT),--mutant $(MUTANT) --out results/chaos-mutant-$(MUTANT).json,--out results/chaos.json)
+	@$(PY) -m exo_chaos.campaign --repeats $${REPEATS:-3} --controllers 2 \
+		$(if $(MUTANT),--mutant $(MUTANT) --out results/chaos-mutant-$(MUTANT).json,--replication 3 --out results/chaos.json)
 
 # The attack suite (docs/security.md): control- and data-plane attacks on a Mininet cluster with TLS
 # on, from a client host and from hosts without a certificate, while honest clients run; writes

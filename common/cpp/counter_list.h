@@ -140,7 +140,15 @@
     "nothing applied")                                                                              \
   X(replication_pending, GAUGE,                                                                     \
     "writes applied here whose acknowledgement from the rest of the chain is outstanding (set in " \
-    "the chain runtime's block only)")
+    "the chain runtime's block only)")                                                              \
+  X(chain_writes_abandoned, COUNTER,                                                                \
+    "uncommitted writes dropped because this node left their slot's chain: the client's resend "   \
+    "reaches the slot's new head")                                                                  \
+  X(copied_keys, COUNTER, "keys this node copied from a read server while catching up as a learner") \
+  X(slots_copied, COUNTER, "slots this node finished copying as a learner (then caught up)")      \
+  X(chain_inactive_dropped, COUNTER,                                                                \
+    "requests this node did not serve because no chain table naming its incarnation has been "     \
+    "pushed yet (replication.factor > 1, after a start): writes dropped, GETs answered BUSY")
 
 // Gauges read at Stats() time, after the blocks' sums.
 #define EXO_DB_GAUGES(X) X(cached_keys, GAUGE, "keys a cache node currently holds from this node")

@@ -195,9 +195,10 @@ class ControllerSection(_Strict):
 
 
 class ReplicationSection(_Strict):
-    """Chain replication of db nodes (docs/design/replication.md). Only the layout exists so far:
-    resolve() writes each slot's chain, which no component reads yet."""
+    """Chain replication of db nodes (docs/replication.md, docs/design/replication.md): the
+    chains resolve() writes, and how the controller master watches db nodes at factor > 1."""
     factor: int = Field(1, ge=1, description="Db nodes per chain (`chains` in the resolved config): each slot's owner (its head, as in `partitions`) followed by the next distinct member db nodes clockwise on the consistent-hash ring; with switch.max_partition_load >= 1 the tails are capped the same way as the owners (common/exo_common/partitions.py, chain_table). At most the number of member db nodes; above 1, no db node may be emulated (the emulator's store cannot replicate). 1: every chain is its owner alone.")
+    db_heartbeat_misses: int = Field(5, ge=1, le=1000, description="At factor > 1, consecutive failed db node heartbeats (DbNode.ChainStatus, one every 100 ms with a 100 ms deadline) after which the controller master declares the node DOWN and removes it from every chain (docs/replication.md, \"Failover\"). A reply with another incarnation (the process restarted) declares it DOWN at once; so does its switch port going down. Higher than heartbeat_misses by default: a 2-core machine under load stalls a node for a few hundred milliseconds.")
 
 
 class SecuritySection(_Strict):
@@ -504,6 +505,8 @@ def resolve(cfg: ClusterConfig) -> dict:
     out["controller"]["instances"] = [i.model_dump() for i in cfg.controller.all_instances()]
     out["partitions"] = cfg.partitions()
     out["chains"] = [{"nodes": chain} for chain in cfg.chains()]
+    # The controller's own setting (it reads the YAML): no node needs it.
+    out["replication"].pop("db_heartbeat_misses", None)
     check_resolved(out)
     return out
 

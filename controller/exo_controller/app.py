@@ -153,6 +153,7 @@ class ExoControllerApp(app_manager.OSKenApp):
         self._mod_xids: dict[int, tuple[_Waiter, int, FlowMod]] = {}  # flow-mod xid -> (barrier waiter, index, mod)
         self.connected = threading.Event()  # set once the static rules are barrier-confirmed
         self.monitor = None
+        self.chains = None  # chain_exec.ChainExecutor at replication.factor > 1 (main.py sets it)
         if monitor_factory is not None:
             # A fresh controller's book is empty: rebuild it from the cache nodes before deleting.
             self.updater.expect_sync(c.name for c in exo_config.cache_nodes)
@@ -182,6 +183,8 @@ class ExoControllerApp(app_manager.OSKenApp):
             self._cond.notify_all()
         if self.monitor is not None:
             self.monitor.stop()
+        if self.chains is not None:
+            self.chains.stop()
         if self.journal is not None:
             with self._lock:
                 self.journal.close()
@@ -317,7 +320,10 @@ class ExoControllerApp(app_manager.OSKenApp):
                                   self._db_ports.values())
             self._table_pending = None
             if plan.adopt:
-                self.updater.switch_connected(plan.installed, plan.partitions)
+                self.updater.switch_connected(plan.installed, plan.partitions,
+                                              keep_partitions=self.chains is not None)
+                if self.chains is not None:
+                    self.chains.reapply_rules()  # the live chain table over the switch's rules
             else:
                 self.updater.switch_connected(None)
             self._journal_size()
@@ -485,6 +491,9 @@ class ExoControllerApp(app_manager.OSKenApp):
             why = "deleted" if msg.reason == ofp.OFPPR_DELETE else (
                 "link down" if link_down else "administratively down" if admin_down else "up")
             self.monitor.port_status(desc.port_no, down, why)
+        if self.chains is not None:  # a db node's port (chain_exec.py); others are ignored there
+            down = msg.reason == ofp.OFPPR_DELETE or link_down or admin_down
+            self.chains.port_status(desc.port_no, down, reason)
 
     # ------------------------------------------------------------------ failover (leadership.py)
 
@@ -621,6 +630,18 @@ class ExoControllerApp(app_manager.OSKenApp):
             changed = self.updater.move_slot(slot, **ports)
             return self._wait_chains(changed, wait, timeout)
 
+    def wait_chains(self, timeout: float) -> bool:
+        """Block until no Ruleset 3 rule is queued or in flight (the chain executor's moves of one
+        plan, queued with wait=False); False after `timeout` or while the switch is not connected."""
+        with self._cond:
+            deadline = self.clock() + timeout
+            while self.updater.chain_pending():
+                left = deadline - self.clock()
+                if left <= 0 or self._dp is None:
+                    return False
+                self._cond.wait(min(left, 0.5))
+            return True
+
     def _wait_chains(self, changed: list[int], wait: bool, timeout: Optional[float]) -> "ChainOutcome":
         """Lock held. Wake the sender; with `wait`, block until none of `changed` is pending."""
         self._cond.notify_all()
@@ -725,6 +746,8 @@ class ExoControllerApp(app_manager.OSKenApp):
         the app's event counters."""
         # The monitor's lock is taken before ours, never inside it (monitor.py).
         liveness = self.monitor.metrics() if self.monitor is not None else {}
+        if self.chains is not None:  # its lock, like the monitor's, is never taken inside ours
+            liveness.update(self.chains.metrics())
         tls_refused = self._tls_handshake_refused() if self._tls_handshake_refused is not None else None
         with self._lock:
             out = {k: float(v) for k, v in self.counters.items()}

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 # The key-hash width and request prefixes are defined once, in exoskeleton.keyhash.
 from exoskeleton.keyhash import HASH_BITS, HASH_MASK, PREFIX_ANY_MASK, PREFIX_BOTH_MASK, PREFIX_GET, PREFIX_OTHER  # noqa: F401
@@ -404,6 +404,20 @@ class PartitionBook:
         except KeyError:
             return None
         return index if fm == want else None
+
+    def adopt(self, installed: Mapping[int, int]) -> None:
+        """Take these rules (cookie index -> port, as a switch holds them) as the book's own: a
+        new controller master keeps the Ruleset 3 its predecessor left, and the live chain table
+        then moves only what differs (design 5.5), instead of the config's layout being sent
+        first and moved back after."""
+        for index, port in installed.items():
+            slot, write = self._split(index)
+            if write:
+                self._write[slot] = port
+            else:
+                self._read[slot] = port
+                if not self.two_rules:
+                    self._write[slot] = port
 
     def move(self, slot: int, read_port: Optional[int] = None, write_port: Optional[int] = None) -> list[int]:
         """Point `slot`'s read rule at `read_port` and its write rule at `write_port` (None: leave

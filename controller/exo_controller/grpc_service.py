@@ -96,6 +96,44 @@ class ControllerServicer(control_pb2_grpc.ControllerServicer):
         lead = self.app.leadership
         return control_pb2.PingReply(instance=lead.name, master=lead.is_master(), generation=lead.generation or 0)
 
+    # ---- db node membership (chain_exec.py; docs/replication.md, "Membership") ----
+
+    def _chains(self, context):
+        chains = getattr(self.app, "chains", None)
+        if chains is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                          "replication.factor is 1: db nodes have no chains, membership is the config's")
+        return chains
+
+    def _membership(self, kind: str, request, context):
+        from .chain_plan import PlanError
+        chains = self._chains(context)
+        self._require_master(context)
+        remaining = context.time_remaining() if context is not None else None
+        timeout = MAX_WAIT if remaining is None else max(0.1, min(MAX_WAIT, remaining - DEADLINE_MARGIN))
+        try:
+            table = chains.request(kind, request.name, timeout)
+        except ValueError as err:  # PlanError too: the reason names the slot
+            code = grpc.StatusCode.FAILED_PRECONDITION if isinstance(err, PlanError) else grpc.StatusCode.INVALID_ARGUMENT
+            context.abort(code, str(err))
+        except TimeoutError:
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"{kind} {request.name}: still being carried out")
+        except RuntimeError as err:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
+        return control_pb2.NodeReply(version=table.version)
+
+    def AddNode(self, request, context):
+        return self._membership("add", request, context)
+
+    def RemoveNode(self, request, context):
+        return self._membership("remove", request, context)
+
+    def ListNodes(self, request, context):
+        chains = self._chains(context)
+        table = chains.table
+        return control_pb2.ListNodesReply(version=table.version if table else 0, nodes=[
+            control_pb2.DbNodeMembership(**n) for n in chains.nodes()])
+
     def ListRules(self, request, context):
         from .app import SwitchError, SwitchNotConnected, SwitchTimeout
         if request.ruleset not in (0, 1, 2, 3, 4):  # 4: table 0's ingress checks (flows.RULESET_INGRESS)

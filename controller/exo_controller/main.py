@@ -100,6 +100,12 @@ def start_os_ken(cfg, barrier_timeout: float = 2.0, journal=None, fault=None, tl
     mgr.instantiate(ExoOFPHandler, on_refused=app.openflow_refused)  # os-ken's ofp_handler, TLS-checked
     contexts = mgr.create_contexts()
     mgr.instantiate_apps(**contexts)  # also starts our app's event loop
+    if cfg.replication.factor > 1:
+        # Db node heartbeats and chain reconfiguration (chain_exec.py); it acts only while this
+        # instance is the master.
+        from .chain_exec import ChainExecutor
+        from .chain_peers import ChainPeers
+        app.chains = ChainExecutor(cfg, app, ChainPeers(cfg)).start()
     return mgr, app
 
 

@@ -445,7 +445,8 @@ class RuleUpdater:
     # ------------------------------------------------------------------ switch connection
 
     def switch_connected(self, table: Optional[Mapping[int, int]] = None,
-                         partitions: Optional[Mapping[int, int]] = None) -> None:
+                         partitions: Optional[Mapping[int, int]] = None,
+                         keep_partitions: bool = False) -> None:
         """A (re)connected switch. table None: its flows are not what we would program (or
         unknown): flush and statics first, then every Ruleset 3 rule and every desired Ruleset 2
         rule is re-added. table: its statics are ours (flows.plan_table); keep them and take its
@@ -466,6 +467,10 @@ class RuleUpdater:
             self._statics = deque()
             self.installed = {self.book.rule_hash(h): port for h, port in table.items()}
             self.partitions_installed = dict(partitions or {})
+            if keep_partitions and self.partitions is not None:
+                # The chain table lives in the db nodes, not the config: what the switch holds is
+                # the best guess until the chain executor has read it (it then moves what differs).
+                self.partitions.adopt(self.partitions_installed)
             ports = set(self.installed.values())
             for node in sorted(self._out):
                 if self._ports[node] in ports and node not in self._withdrawals:

@@ -1,9 +1,12 @@
-// The DbNode RPCs of chain replication (docs/design/replication.md, 3.1): Replicate, a write
-// passed by this node's predecessor, and SlotDigest, what this node holds of each slot (the
-// tests' and chaos campaign's check that a chain's members agree).
+// The DbNode RPCs of chain replication (docs/design/replication.md, 3.1 and 4): Replicate, a
+// write passed by this node's predecessor; SetChains and ChainStatus, the controller's table
+// push and heartbeat; CopySlot, a slot streamed to a learner; and SlotDigest, what this node
+// holds of each slot (the tests' and chaos campaign's check that a chain's members agree).
 #include <xxhash.h>
 
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "control_service.h"
 #include "keyhash.h"
@@ -40,6 +43,86 @@ grpc::Status ControlService::Replicate(grpc::ServerContext* ctx, const exo::Repl
       break;
   }
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, o.error);
+}
+
+grpc::Status ControlService::SetChains(grpc::ServerContext* ctx, const exo::SetChainsRequest* req,
+                                       exo::SetChainsReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.SetChains");
+  if (!chain_ || !chain_->replicates())
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "this node does not replicate (replication.factor 1)");
+  const ChainRuntime::PushOutcome o = chain_->set_table(*req);
+  switch (o.code) {
+    case ChainRuntime::PushOutcome::kOk:
+      rep->set_version(chain_->table()->version);
+      return grpc::Status::OK;
+    case ChainRuntime::PushOutcome::kStale:
+    case ChainRuntime::PushOutcome::kWrongIncarnation:
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, o.error);
+    case ChainRuntime::PushOutcome::kBadTable:
+      break;
+  }
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, o.error);
+}
+
+grpc::Status ControlService::ChainStatus(grpc::ServerContext* ctx, const exo::StatsRequest*,
+                                         exo::ChainStatusReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.ChainStatus");
+  if (!chain_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this node does not replicate");
+  chain_->status(rep);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::CopySlot(grpc::ServerContext* ctx, const exo::CopySlotRequest* req,
+                                      grpc::ServerWriter<exo::CopySlotChunk>* writer) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.CopySlot");
+  if (!chain_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this node does not replicate");
+  std::optional<uint32_t> from;
+  const std::string name = caller(ctx);
+  for (uint32_t i = 0; i < cluster_.db_nodes.size(); ++i)
+    if (cluster_.db_nodes[i].name == name) from = i;
+  if (!from) return authz_.refuse(ctx, kMethod, "'" + name + "' is not a db node of this cluster");
+  std::string why;
+  if (!chain_->may_copy_to(req->slot(), *from, req->version(), &why))
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, why);
+  // The slot's keys from one scan (a RocksDB iterator: one consistent snapshot), in chunks of
+  // at most ~256 KiB, paced to ChainRuntime::kCopyBytesPerSecond; then the outcome records.
+  const uint32_t bits = cluster_.partition_bits;
+  constexpr size_t kChunkBytes = 256 << 10;
+  exo::CopySlotChunk chunk;
+  size_t chunk_bytes = 0;
+  bool broken = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t sent_bytes = 0;
+  const auto flush = [&] {
+    if (broken || (chunk.keys_size() == 0 && chunk.record_keys_size() == 0)) return;
+    sent_bytes += chunk_bytes;
+    const auto due = t0 + std::chrono::microseconds(sent_bytes * 1'000'000 / ChainRuntime::kCopyBytesPerSecond);
+    std::this_thread::sleep_until(due);
+    if (!writer->Write(chunk)) broken = true;
+    chunk.Clear();
+    chunk_bytes = 0;
+  };
+  StoreResult r = store_.scan(Cf::kData, [&](std::string_view k, std::string_view v) {
+    if (broken) return;
+    if (((key_hash(bytes_of(k)) & kHashMask) >> (kHashBits - bits)) != req->slot()) return;
+    chunk.add_keys(std::string(k));
+    chunk.add_values(std::string(v));
+    chunk_bytes += k.size() + v.size();
+    if (chunk_bytes >= kChunkBytes) flush();
+  });
+  if (r.ok())
+    r = store_.scan(Cf::kRequests, [&](std::string_view k, std::string_view v) {
+      if (broken) return;
+      chunk.add_record_keys(std::string(k));
+      chunk.add_record_values(std::string(v));
+      chunk_bytes += k.size() + v.size();
+      if (chunk_bytes >= kChunkBytes) flush();
+    });
+  flush();
+  if (!r.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "store scan: " + r.error);
+  if (broken) return grpc::Status(grpc::StatusCode::CANCELLED, "the learner went away");
+  return grpc::Status::OK;
 }
 
 grpc::Status ControlService::SlotDigest(grpc::ServerContext* ctx, const exo::SlotDigestRequest* req,

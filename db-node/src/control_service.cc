@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "keyhash.h"
 #include "log.h"
 #include "marks.h"
 #include "rpc_metrics.h"
@@ -49,6 +50,22 @@ grpc::Status ControlService::Fetch(grpc::ServerContext* ctx, const exo::FetchReq
     CachedKeys::Guard guard = cached_.lock_key(bytes_of(key));
     // A write of the key not yet acknowledged by its chain: this node's value may differ from
     // the tail's, which serves the key's GETs, so the cache node must not take either now.
+    // Nor may it from a node that is not the key's head now: only the head knows which keys are
+    // held (its marks) and coordinates their writes.
+    if (chain_ && chain_->replicates() &&
+        (!chain_->active() || !chain_->table()->is_head(
+                                  chain_->table()->slot_of(key_hash(bytes_of(key))), chain_->self()))) {
+      fv->set_found(false);
+      continue;
+    }
+    // One cache node holds a key at a time: a second one asking (at replication factor > 1 the
+    // node reporting a key hot changes with the read server, and each reports to its own cache
+    // node) is refused while the first holds it, or writes would reach only one of them and the
+    // other serve a stale value. At factor 1 only the owner's cache node ever asks.
+    if (const std::string* held = guard.holder(key); held && *held != req->cache_node()) {
+      fv->set_found(false);
+      continue;
+    }
     if (chain_ && chain_->has_uncommitted(key)) {
       fv->set_found(false);
       continue;

@@ -63,6 +63,13 @@ class ControlService final : public exo::DbNode::Service {
                          exo::ReplicateReply* rep) override;
   grpc::Status SlotDigest(grpc::ServerContext* ctx, const exo::SlotDigestRequest* req,
                           exo::SlotDigestReply* rep) override;
+  // The controller's table push and heartbeat, and a learner's copy of a slot (control_chain.cc).
+  grpc::Status SetChains(grpc::ServerContext* ctx, const exo::SetChainsRequest* req,
+                         exo::SetChainsReply* rep) override;
+  grpc::Status ChainStatus(grpc::ServerContext* ctx, const exo::StatsRequest* req,
+                           exo::ChainStatusReply* rep) override;
+  grpc::Status CopySlot(grpc::ServerContext* ctx, const exo::CopySlotRequest* req,
+                        grpc::ServerWriter<exo::CopySlotChunk>* writer) override;
   // The node's chain runtime; set before the server starts. Without one, Replicate fails
   // FAILED_PRECONDITION (the wimpy emulator's nodes do not replicate).
   void set_chain(ChainRuntime* chain) { chain_ = chain; }

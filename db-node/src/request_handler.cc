@@ -83,13 +83,20 @@ size_t RequestHandler::handle(std::span<const uint8_t> frame, std::span<uint8_t>
 RequestHandler::Route RequestHandler::route(const ChainTable* table, const wire::FrameView& req,
                                             uint64_t hash, bool* owned) {
   if (!table) return Route::kServe;
-  const ChainRole role = table->role(table->slot_of(hash), ctx_.self_index);
+  if (!ctx_.chain->active()) {
+    // Started, and no table naming this process has been pushed yet (design 4.1).
+    *owned = false;
+    bump(c_.chain_inactive_dropped);
+    return req.op() == wire::kGet ? Route::kBusy : Route::kDrop;
+  }
+  const uint32_t slot = table->slot_of(hash);
+  const ChainRole role = table->role(slot, ctx_.self_index);
   if (req.op() == wire::kGet) {
     // Only the read server (the tail) has every acknowledged write of the slot; another member
     // may lag (a middle) or lead (the head: writes not yet acknowledged), so it answers BUSY and
     // the client retries (the switch's read rule sends GETs to the tail). Misrouted GETs here
     // come from a forwarded GET with the write prefix (an older cache node) or a rule in motion.
-    *owned = role == ChainRole::kTail || role == ChainRole::kSole;
+    *owned = table->is_read_server(slot, ctx_.self_index);
     if (*owned) return Route::kServe;
     bump(c_.not_reader_busy);
     return Route::kBusy;
@@ -98,7 +105,7 @@ RequestHandler::Route RequestHandler::route(const ChainTable* table, const wire:
   // BAD_REQUEST: either would end the client's resends of this request id, while a copy of it
   // may still reach the real head once the switch's write rule points there, and be applied
   // after the client was told it failed (design 3.7). The client's resend finds the head.
-  *owned = role == ChainRole::kHead || role == ChainRole::kSole;
+  *owned = table->is_head(slot, ctx_.self_index);
   if (*owned) return Route::kServe;
   bump(role == ChainRole::kNone ? c_.wrong_owner_dropped : c_.not_head_dropped);
   return Route::kDrop;

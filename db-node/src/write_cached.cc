@@ -115,6 +115,10 @@ std::optional<size_t> RequestHandler::write_cached(const wire::FrameView& req,
         chained->txid = r.txid;
         claim.keep();
         ctx_.chain->defer(std::move(*chained));
+        // No reply, and not "handed back": an empty answer would send the caller down the
+        // uncached path, which then blocked on this transaction's lock and answered ERROR for
+        // a write the chain runtime later committed (found by the chaos campaign's kill_db).
+        answer = 0;
         return std::nullopt;
 
       case Act::kTxnRollback:

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "grpc_security.h"
@@ -44,6 +46,32 @@ class ChainTest : public ::testing::Test {
       ASSERT_TRUE(parts[i]->start(&err)) << err;
     }
     key = key_owned_by(cluster, 0);  // slot 0: head db0, tail db2
+    // What the controller does first (design 4.1): push a table naming each node's incarnation.
+    push(1, {{{"db0", "db1", "db2"}, {}, "db2"}, {{"db1", "db2", "db0"}, {}, "db0"}});
+  }
+  struct Slot {
+    std::vector<std::string> nodes, learners;
+    std::string read_server;
+  };
+  exo::SetChainsRequest table(uint64_t version, const std::vector<Slot>& slots) {
+    exo::SetChainsRequest req;
+    req.mutable_table()->set_version(version);
+    for (const Slot& s : slots) {
+      exo::SlotChain* sc = req.mutable_table()->add_slots();
+      for (const auto& n : s.nodes) sc->add_nodes(n);
+      for (const auto& n : s.learners) sc->add_learners(n);
+      sc->set_read_server(s.read_server);
+    }
+    return req;
+  }
+  // Pushes to every node, as the controller does, each with its own incarnation.
+  void push(uint64_t version, const std::vector<Slot>& slots) {
+    for (auto& p : parts) {
+      exo::SetChainsRequest req = table(version, slots);
+      req.set_incarnation(p->chain.incarnation());
+      const ChainRuntime::PushOutcome o = p->chain.set_table(req);
+      ASSERT_EQ(o.code, ChainRuntime::PushOutcome::kOk) << o.error;
+    }
   }
   void TearDown() override {
     for (auto& p : parts) p->stop(std::chrono::milliseconds(0));
@@ -117,10 +145,10 @@ TEST_F(ChainTest, AnUnacknowledgedWriteIsAnsweredOnlyOnceTheResolverGotItThrough
   EXPECT_EQ(parts[0]->resolve_once(), 1u);
   EXPECT_EQ(stores[2]->data[key], "v1");
   EXPECT_EQ(counter(0, "replication_pending"), 0u);
-  // The middle had it (forwarded again by the refused write's settle and by the resolver):
-  // passed on both times, never applied again.
-  EXPECT_EQ(counter(1, "replicated_duplicates"), 2u);
+  // The middle had it uncommitted (forwarded again by the refused write's settle and by the
+  // resolver): passed on from its own list, never applied again.
   EXPECT_EQ(counter(1, "replicated_applied"), 1u);
+  EXPECT_EQ(counter(1, "replication_pending"), 0u);
   r = send(0, request(wire::kPut, key, "v1", 7));  // the resend now gets the outcome
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, wire::kOk);
@@ -171,6 +199,96 @@ TEST_F(ChainTest, SlotDigestsAgreeOnEveryMemberAfterWrites) {
   }
   EXPECT_EQ(digests[0], digests[1]);
   EXPECT_EQ(digests[1], digests[2]);
+}
+
+// Fail-stop (design 4.1): a node that has not taken a table naming its incarnation acts on
+// nothing; a push naming another incarnation (it restarted) or an older version is refused.
+TEST_F(ChainTest, ANodeActsOnlyOnceATableNamingItsIncarnationWasPushed) {
+  FakeStore store;
+  std::string err;
+  auto fresh = NodeParts::build(cluster, 1, store, &err);  // a restart of db1, not started
+  ASSERT_TRUE(fresh) << err;
+  NodeLane lane = fresh->add_lane();
+  EXPECT_FALSE(fresh->chain.active());
+  std::vector<uint8_t> out(16384);
+  EXPECT_EQ(lane.handler->handle(request(wire::kPut, key_owned_by(cluster, 1), "x", 1), out), 0u);
+  const size_t n = lane.handler->handle(request(wire::kGet, key, "", 2), out);
+  wire::FrameView r{};
+  ASSERT_EQ(wire::parse(std::span<const uint8_t>(out.data(), n), r), wire::ParseError::kNone);
+  EXPECT_EQ(r.status, wire::kBusy);
+  exo::SetChainsRequest req = table(1, {{{"db0", "db1", "db2"}, {}, "db2"}, {{"db1", "db2", "db0"}, {}, "db0"}});
+  req.set_incarnation(parts[1]->chain.incarnation());  // the old process's
+  EXPECT_EQ(fresh->chain.set_table(req).code, ChainRuntime::PushOutcome::kWrongIncarnation);
+  req.set_incarnation(fresh->chain.incarnation());
+  EXPECT_EQ(fresh->chain.set_table(req).code, ChainRuntime::PushOutcome::kOk);
+  EXPECT_TRUE(fresh->chain.active());
+  req.mutable_table()->set_version(0);
+  EXPECT_EQ(fresh->chain.set_table(req).code, ChainRuntime::PushOutcome::kStale);
+  req = table(2, {{{"db0", "nobody"}, {}, "db0"}, {{"db1"}, {}, "db1"}});
+  req.set_incarnation(fresh->chain.incarnation());
+  EXPECT_EQ(fresh->chain.set_table(req).code, ChainRuntime::PushOutcome::kBadTable);
+}
+
+// The head dies with a write the middle applied but the tail never got: the middle, made head,
+// answers the client's resend only once the write is through the rest of the chain.
+TEST_F(ChainTest, AMiddleMadeHeadCompletesAWriteTheOldHeadLeftUncommitted) {
+  stores[2]->fail_put = true;
+  EXPECT_FALSE(send(0, request(wire::kPut, key, "v1", 7)));
+  EXPECT_EQ(stores[1]->data[key], "v1");
+  EXPECT_EQ(counter(1, "replication_pending"), 1u);  // uncommitted at the middle too
+  // db0 is gone: slot 0 becomes db1 -> db2.
+  push(2, {{{"db1", "db2"}, {}, "db2"}, {{"db1", "db2"}, {}, "db2"}});
+  EXPECT_FALSE(send(1, request(wire::kPut, key, "v1", 7)));  // the resend waits
+  stores[2]->fail_put = false;
+  EXPECT_EQ(parts[1]->resolve_once(), 1u);
+  EXPECT_EQ(stores[2]->data[key], "v1");
+  auto r = send(1, request(wire::kPut, key, "v1", 7));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, wire::kOk);
+  r = send(2, request(wire::kGet, key, "", 8));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(sv_of(r->value), "v1");
+  // The old head, told it is out, drops what it still held instead of completing it.
+  EXPECT_EQ(parts[0]->resolve_once(), 1u);
+  EXPECT_EQ(counter(0, "chain_writes_abandoned"), 1u);
+}
+
+// A new member joins as a learner: it copies the slot from the read server while live writes
+// reach it too, reports the slot caught up, and then serves as the tail.
+TEST_F(ChainTest, ALearnerCopiesTheSlotAndThenServesAsTail) {
+  push(2, {{{"db0", "db1"}, {}, "db1"}, {{"db1", "db0"}, {}, "db0"}});
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < 20; ++i) {
+    const std::string k = "copy" + std::to_string(i);
+    if (cluster.owner_index(key_hash(B(k))) != 0) continue;
+    keys.push_back(k);
+    auto r = send(0, request(wire::kPut, k, "old" + k, 100 + i));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, wire::kOk);
+  }
+  push(3, {{{"db0", "db1"}, {"db2"}, "db1"}, {{"db1", "db0"}, {}, "db0"}});
+  auto r = send(0, request(wire::kPut, keys[0], "live", 200));  // reaches the learner live
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, wire::kOk);
+  exo::ChainStatusReply st;
+  for (int i = 0; i < 100; ++i) {
+    st.Clear();
+    parts[2]->chain.status(&st);
+    if (st.caught_up_size() == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(st.caught_up_size(), 1);
+  EXPECT_EQ(st.caught_up(0), 0u);
+  EXPECT_EQ(stores[2]->data[keys[0]], "live");  // the live write won over the copy
+  for (size_t i = 1; i < keys.size(); ++i) EXPECT_EQ(stores[2]->data[keys[i]], "old" + keys[i]);
+  push(4, {{{"db0", "db1", "db2"}, {}, "db2"}, {{"db1", "db0"}, {}, "db0"}});
+  r = send(2, request(wire::kGet, keys[5], "", 300));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, wire::kOk);
+  EXPECT_EQ(sv_of(r->value), "old" + keys[5]);
+  r = send(1, request(wire::kGet, keys[5], "", 301));  // the old tail no longer reads
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, wire::kBusy);
 }
 
 }  // namespace

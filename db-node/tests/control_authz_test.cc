@@ -125,22 +125,12 @@ TEST_F(DbAuthzTest, OnlyTheControllerMakesItForgetACacheNode) {
   EXPECT_EQ(holder("a"), nullptr);
 }
 
+std::vector<grpc::Status> call_every_rpc(exo::DbNode::Stub& stub);
+
 TEST_F(DbAuthzTest, AProxyMayCallNothingAndRefusalsShowInStats) {
   auto proxy = as("proxy0");
-  exo::FetchReply f;
-  exo::EvictReply e;
   exo::StatsReply st;
-  exo::ReportRequest hk;
-  exo::ForgetCacheNodeReply fg;
-  exo::ReplicateReply rp;
-  exo::SlotDigestReply sd;
-  std::vector<grpc::Status> got;
-  {
-    grpc::ClientContext c[7];
-    got = {proxy->Fetch(&c[0], {}, &f), proxy->Evict(&c[1], {}, &e), proxy->Stats(&c[2], {}, &st),
-           proxy->HotKeys(&c[3], {}, &hk), proxy->ForgetCacheNode(&c[4], {}, &fg),
-           proxy->Replicate(&c[5], {}, &rp), proxy->SlotDigest(&c[6], {}, &sd)};
-  }
+  std::vector<grpc::Status> got = call_every_rpc(*proxy);
   ASSERT_EQ(got.size(), static_cast<size_t>(exo::rpc_method("exo.DbNode.Stats")->service()->method_count()));
   for (const auto& s : got) EXPECT_EQ(s.error_code(), Code::PERMISSION_DENIED) << s.error_message();
   grpc::ClientContext ctx;
@@ -159,11 +149,21 @@ std::vector<grpc::Status> call_every_rpc(exo::DbNode::Stub& stub) {
   exo::ForgetCacheNodeReply fg;
   exo::ReplicateReply rp;
   exo::SlotDigestReply sd;
-  grpc::ClientContext c[7];
+  exo::SetChainsReply sc;
+  exo::ChainStatusReply cs;
+  grpc::ClientContext c[10];
   for (auto& ctx : c) ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  return {stub.Fetch(&c[0], {}, &f), stub.Evict(&c[1], {}, &e), stub.Stats(&c[2], {}, &st),
-          stub.HotKeys(&c[3], {}, &hk), stub.ForgetCacheNode(&c[4], {}, &fg),
-          stub.Replicate(&c[5], {}, &rp), stub.SlotDigest(&c[6], {}, &sd)};
+  std::vector<grpc::Status> out = {
+      stub.Fetch(&c[0], {}, &f), stub.Evict(&c[1], {}, &e), stub.Stats(&c[2], {}, &st),
+      stub.HotKeys(&c[3], {}, &hk), stub.ForgetCacheNode(&c[4], {}, &fg),
+      stub.Replicate(&c[5], {}, &rp), stub.SlotDigest(&c[6], {}, &sd),
+      stub.SetChains(&c[7], {}, &sc), stub.ChainStatus(&c[8], {}, &cs)};
+  exo::CopySlotChunk chunk;
+  auto reader = stub.CopySlot(&c[9], {});
+  while (reader->Read(&chunk)) {
+  }
+  out.push_back(reader->Finish());
+  return out;
 }
 
 TEST_F(DbAuthzTest, WithoutACertificateEveryRpcIsUnauthenticatedAndCounted) {

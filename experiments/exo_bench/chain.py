@@ -6,7 +6,8 @@ one does not; only the resolved config differs. Every slot's chain is [db0] (rf 
 and db0 (rf 1) or db2 (rf 3) is every slot's read server. The C++ reader accepts any
 consistent table (partitions.check_chains), so no key has to be chosen per slot.
 
-The generator has one veth, to the node the phase measures: db0 for writes (the head), the
+At rf 3 the bench then pushes that table to the three nodes (DbNode.SetChains, as the controller
+would: push_chain_table); a node takes no chain role before. The generator has one veth, to the node the phase measures: db0 for writes (the head), the
 read server for reads; the other two nodes get a dummy interface (net.stub_netns) and talk to
 the chain over gRPC on unix sockets, which cross namespaces. Per case:
 
@@ -18,6 +19,10 @@ the chain over gRPC on unix sockets, which cross namespaces. Per case:
     latency (pass 2, once both PUT ceilings are known) `repeats` runs at one PUT rate, the
             same for both cases (chain_report.common_put_rate), for p50 and p99.
 
+Every measured run starts once a short run at SETTLE_RATE is answered in full (the seconds that
+took are kept in the run's `extra.settle_s_before`): an overloaded head works off its backlog for
+many seconds, and the loss rule assumes runs that do not inherit each other's load.
+
 No cache node runs: on a bare link there is no switch to send a GET to a cache node or a db
 node by its rules. A cache node's hits never reach a db node at any replication factor, and
 the cache_node case measures them."""
@@ -26,6 +31,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +50,8 @@ from .servers import CLIENT_NAME, Bench, warm_page_cache
 
 DB_NAMES = ("db0", "db1", "db2")
 PARTITION_BITS = 4  # the chaos rf-3 cluster's (two Ruleset 3 rules per slot at R = 50/s)
-PUT_START_RATE, GET_START_RATE = 4_000, 25_000
+PUT_START_RATE, GET_START_RATE = 1_000, 25_000
+SETTLE_RATE = 300  # requests/s of the short run that shows a node has worked off earlier load
 
 
 @dataclass
@@ -145,6 +152,8 @@ class ChainRunner(Runner):
             cfg_path, cfg = self._write_config(case, tag, {n: e.iface for n, e in ends.items()}, data, link.gen.iface)
             with Procs(self.runs_dir / f"logs-{case.name}-{phase}") as procs:
                 pids = self._start_nodes(procs, tag, ends, cfg_path, cfg)
+                if case.rf > 1:
+                    push_chain_table(cfg, case.chain)
                 lg = Loadgen(self.b.build / "emulator/exo-loadgen", cfg_path, CLIENT_NAME, link.gen, self.runs_dir,
                              self.plan.run_s, self.plan.drain_ms, value_size=self.b.value_size,
                              get_ratio=0.0 if phase == "put" else 1.0)
@@ -166,18 +175,43 @@ class ChainRunner(Runner):
             stubs.close()
         return {n: p.pid for n, p in started.items()}
 
+    def _settled(self, lg: Loadgen, target: Target, label: str, timeout: float = 120.0) -> float:
+        """Seconds until a short run at SETTLE_RATE is answered in full: a chain's head that was
+        overloaded keeps working off (and retrying) the writes it was sent for many seconds, and
+        a run started meanwhile would measure that backlog, not its own rate. Every run of the
+        chain cases, both factors, starts settled, so the runs are independent as the loss rule
+        assumes."""
+        run_s, lg.duration_s = lg.duration_s, 0.3
+        t0 = time.monotonic()
+        try:
+            while True:
+                r = lg.run(target, SETTLE_RATE, label + "-settle")
+                if r.loss == 0 and r.errors == 0:
+                    return round(time.monotonic() - t0, 2)
+                if time.monotonic() - t0 > timeout:
+                    raise TimeoutError(f"{label}: not answering in full {timeout:.0f} s after the last run")
+                time.sleep(0.5)
+        finally:
+            lg.duration_s = run_s
+
+    def _settled_run(self, lg: Loadgen, target: Target, rate: float, label: str, link):
+        settle_s = self._settled(lg, target, label)
+        r = self._run_counting_drops(lg, target, rate, label, link)
+        r.extra["settle_s_before"] = settle_s
+        return r
+
     def _ceiling_with_spread(self, case: ChainCase, phase: str, lg, target, link) -> dict:
         label = f"{case.name}-{phase}"
         start = PUT_START_RATE if phase == "put" else GET_START_RATE
         warm = lg.run(target, start, label + "-warmup")
-        c = find_ceiling(lambda rate: self._run_counting_drops(lg, target, rate, label, link), start,
+        c = find_ceiling(lambda rate: self._settled_run(lg, target, rate, label, link), start,
                          self.plan.max_rate, max_runs=self.plan.max_runs,
                          progress=lambda r: self._log_run(label, r))
         repeats = []
         rate = c.bracket.get("pass")
         if rate:
             for _ in range(self.repeats):
-                r = self._run_counting_drops(lg, target, rate, label + "-repeat", link)
+                r = self._settled_run(lg, target, rate, label + "-repeat", link)
                 self._log_run(label + " repeat", r)
                 repeats.append(r)
         passing = [r for r in c.runs if r.passes()]
@@ -206,10 +240,34 @@ class ChainRunner(Runner):
             lg.duration_s = self.plan.latency_s
             runs = []
             for _ in range(self.repeats):
+                settle_s = self._settled(lg, target, case.name + "-put-latency")
                 r = lg.run(target, rate, case.name + "-put-latency")
+                r.extra["settle_s_before"] = settle_s
                 self._log_run(case.name + " latency", r)
                 runs.append(r.as_dict())
         return {"rate": rate, "runs": runs}
+
+
+def push_chain_table(cfg, chain: list[str], version: int = 1, timeout: float = 5.0) -> None:
+    """What the controller does for a new cluster at rf > 1 (a node takes no chain role until a
+    table naming its incarnation is pushed: docs/design/replication.md, 4.1): every slot's chain
+    `chain`, read at its last node, pushed with DbNode.SetChains to every db node, as the
+    controller (its certificate). Raises naming the node that refused."""
+    from exo_topo.grpc_clients import Stubs
+    from exoproto import control_pb2 as pb
+
+    stubs = Stubs(cfg, identity="controller")
+    try:
+        incs = {n: stubs.db(n).ChainStatus(pb.StatsRequest(), timeout=timeout).incarnation for n in DB_NAMES}
+        slots = [pb.SlotChain(nodes=chain, read_server=chain[-1]) for _ in range(1 << cfg.switch.partition_bits)]
+        table = pb.ChainTableMsg(version=version, slots=slots,
+                                 members=[pb.NodeIncarnation(node=n, incarnation=i) for n, i in sorted(incs.items())])
+        for n, inc in incs.items():
+            got = stubs.db(n).SetChains(pb.SetChainsRequest(table=table, incarnation=inc), timeout=timeout).version
+            if got != version:
+                raise RuntimeError(f"{n}: acts on chain table version {got} after the push of {version}")
+    finally:
+        stubs.close()
 
 
 def per_second_answered(path: str) -> list[float]:

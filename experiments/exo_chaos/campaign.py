@@ -9,11 +9,17 @@ linearizability. Writes results/chaos.json and prints a table.
     client3           this process: preloads the keys, reads them all at the end
     cache0, cache1    40 entries each, filling themselves (sample_rate 1: the keys are hot at once)
     db0, db1          RocksDB, WAL without fsync (survives kill -9; docs/two-phase-commit.md)
+    controller        one process, or with --controllers 2 two instances (c1, c2) and an etcd
+                      electing the master (`make chaos` runs that)
 
 Schedule: warm-up (until every key has been cached), then `repeats` rounds of: link loss + delay,
-duplicated and reordered frames, kill -9 of a cache node, of a db node, of the controller (each
-healed and followed by a quiet period). Then the workers stop, every key is read once more, and
-every key's history is checked against a register model (exo_chaos.linearizability).
+duplicated and reordered frames, kill -9 of a cache node, of a db node, of the controller (every
+instance), and with 2 controllers of the master instance alone (each healed and followed by a
+quiet period). With --replication 3 (three db nodes, every slot a chain of all three) a round
+also kills a db node and deletes its disk (kill_db_disk), removes one (remove_node) and adds it
+back (add_node) (exo_chaos.membership). Then the workers stop, every key is read once more,
+every key's history is checked against a register model (exo_chaos.linearizability), and at
+replication > 1 every chain's members must hold the same data (exo_chaos.convergence).
 
 --mutant NAME runs the same campaign against the mutant test build (docs/chaos.md, "Mutants"):
 skip-prepare on both db nodes, serve-stale on both cache nodes. Exit status: 0 when the run
@@ -37,12 +43,14 @@ from exo_common.partitions import slot_of
 from exo_harness.history import History
 from exo_topo import ovs
 from exo_topo.cluster import EmulatedCluster
-from exo_topo.configgen import emulation_config
+from exo_common.config import parse_config
+from exo_topo.configgen import emulation_config_dict
 from exoskeleton.keyhash import key_hash
 
 from . import linearizability, metrics
 from .convergence import chain_digests
-from .faults import Fault, Links, now_ns, run_fault
+from .faults import MEMBERSHIP_FAULTS, Fault, Links, controller_stats, now_ns, run_fault
+from .membership import settled_chains
 from .worker import chaos_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,12 +66,21 @@ MUTANTS = {"skip-prepare": "db", "serve-stale": "cache", "ack-at-head": "db"}
 # A mutant that breaks only replication needs chains of more than one node to show.
 MUTANT_REPLICATION = {"ack-at-head": 3}
 BASELINE_S = 3.0  # throughput baseline: the 3 s before each injection
+# kill_master_controller: the issue's target for takeover_s (docs/chaos.md); a run above it fails.
+TAKEOVER_LIMIT_S = 1.0
+# With controllers > 1, instance i listens for OpenFlow on openflow_port + 100 * i.
+INSTANCE_PORT_STEP = 100
 
 
-def build_config(run_dir: Path, openflow_port: int, replication: int = 1, cache_fill: bool = True):
+def build_config(run_dir: Path, openflow_port: int, replication: int = 1, cache_fill: bool = True,
+                 controllers: int = 1):
     """replication > 1: three db nodes in chains of `replication`, and 16 slots instead of 256
     (two Ruleset 3 rules per slot at R = 50/s: docs/design/replication.md, "Rule budget").
-    cache_fill False: no key is ever cached, so every GET is served by a chain's tail."""
+    cache_fill False: no key is ever cached, so every GET is served by a chain's tail.
+    controllers > 1: that many controller instances c1, c2, ... (OpenFlow ports openflow_port,
+    openflow_port + 100, ...) and an etcd for their election (exo_topo.controller_group)."""
+    if controllers < 1:
+        raise ValueError(f"controllers: {controllers} (at least 1)")
     extra: dict = {}
     if not cache_fill:
         extra["cache_fill"] = {"enabled": False}
@@ -71,19 +88,28 @@ def build_config(run_dir: Path, openflow_port: int, replication: int = 1, cache_
     if replication > 1:
         extra["replication"] = {"factor": replication}
         switch["partition_bits"] = 4
-    return emulation_config(
+    data = emulation_config_dict(
         n_cache=2, n_db=max(2, replication), n_clients=len(WORKERS) + 1, run_dir=run_dir,
         cache_capacity=40, controller={"openflow_port": openflow_port}, switch=switch,
         hot_keys={"sample_rate": 1.0}, **extra)
+    if controllers > 1:
+        # Per-instance addresses replace the single controller's (config.py refuses both); the
+        # etcd URL is a placeholder: the emulation starts its own etcd (controller_group.py).
+        data["controller"] = {
+            "etcd": ["https://127.0.0.1:2379"],
+            "instances": [{"name": f"c{i + 1}", "openflow_port": openflow_port + INSTANCE_PORT_STEP * i,
+                           "grpc": f"unix:{run_dir}/ctl-c{i + 1}.sock"} for i in range(controllers)]}
+    return parse_config(data, "<chaos campaign>")
 
 
-def slot_rules(cfg, slot: int) -> dict:
-    """Slot `slot`'s chain and its Ruleset 3 rules as the switch holds them: the read rule
-    (prefixes AA/AE, to the tail's port) and the write rule (BA, to the head's port)."""
+def slot_rules(cfg, slot: int, chain: list[str], read_server: str) -> dict:
+    """Slot `slot`'s chain (the live one: failovers and membership changes reorder it) and its
+    Ruleset 3 rules as the switch holds them: the read rule (prefixes AA/AE, to the read
+    server's port, the tail) and the write rule (BA, to the head's port)."""
     from exo_controller.flows import make_cookie
-    chain = list(cfg.chains()[slot])
     ports = {d.name: d.switch_port for d in cfg.db_nodes}
-    return {"slot": slot, "chain": chain, "head_port": ports[chain[0]], "tail_port": ports[chain[-1]],
+    return {"slot": slot, "chain": chain, "read_server": read_server, "head_port": ports[chain[0]],
+            "tail_port": ports[read_server],
             "dump_flows": ovs.dump_flows(cfg.switch.bridge,
                                          [make_cookie(3, slot), make_cookie(3, 1 << 16 | slot)])}
 
@@ -114,7 +140,11 @@ def node_faults(cfg, mutant: Optional[str]) -> dict[str, str]:
     return {n.name: mutant for n in nodes}
 
 
-def schedule(repeats: int, quick: bool) -> list[Fault]:
+def schedule(repeats: int, quick: bool, controllers: int = 1, replication: int = 1) -> list[Fault]:
+    """controllers > 1 adds kill_master_controller to every round (its target is whichever
+    instance is master at the time); replication > 1 adds the membership faults (three db
+    nodes: kill_db, kill_db_disk and remove/add_node each take another one, turning with the
+    round)."""
     hold, settle = (4.0, 4.0) if quick else (6.0, 5.0)
     out = []
     for r in range(repeats):
@@ -122,10 +152,27 @@ def schedule(repeats: int, quick: bool) -> list[Fault]:
             Fault("link_loss", "client links", hold_s=hold, settle_s=settle),
             Fault("dup_reorder", "client links", hold_s=hold, settle_s=settle),
             Fault("kill_cache", f"cache{r % 2}", hold_s=3.0, settle_s=settle + 2),
-            Fault("kill_db", f"db{r % 2}", hold_s=1.5, settle_s=settle),
-            Fault("kill_ctl", "controller", hold_s=3.0, settle_s=settle),
         ]
+        if replication > 1:
+            n_db = max(2, replication)
+            out += [
+                Fault("kill_db", f"db{r % n_db}", hold_s=1.5, settle_s=settle),
+                *membership_faults(f"db{(r + 1) % n_db}", f"db{(r + 2) % n_db}", settle),
+            ]
+        else:
+            out.append(Fault("kill_db", f"db{r % 2}", hold_s=1.5, settle_s=settle))
+        out.append(Fault("kill_ctl", "controller", hold_s=3.0, settle_s=settle))
+        if controllers > 1:
+            out.append(Fault("kill_master_controller", "the master", hold_s=3.0, settle_s=settle))
     return out
+
+
+def membership_faults(disk_target: str, member_target: str, settle: float) -> list[Fault]:
+    """kill_db_disk of one db node (down 3 s: the failover is over before its replacement
+    starts), then remove_node and add_node of another (exo_chaos.membership)."""
+    return [Fault("kill_db_disk", disk_target, hold_s=3.0, settle_s=settle),
+            Fault("remove_node", member_target, hold_s=0.0, settle_s=settle),
+            Fault("add_node", member_target, hold_s=0.0, settle_s=settle)]
 
 
 def start_workers(cl: EmulatedCluster, run_dir: Path, keys: list[int], tick: float,
@@ -178,20 +225,24 @@ def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port
                  run_dir: Path = Path("/tmp/exo/chaos"), progress=print, mutant: Optional[str] = None,
                  faults: Optional[list[Fault]] = None, load_s: float = 0.0,
                  rate: Optional[float] = None, replication: Optional[int] = None,
-                 cache_fill: bool = True) -> dict:
+                 cache_fill: bool = True, controllers: int = 1) -> dict:
     """faults: instead of schedule(repeats, quick); load_s: seconds of load after the warm-up
     and before the first fault (a mutant round with no faults needs some); rate: requests/s per
     worker (default BURST / TICK), set by spacing the bursts; replication: the db chains'
     length (default 1, or what the mutant needs); cache_fill False: nothing is cached (a round
-    aimed at the db nodes alone)."""
+    aimed at the db nodes alone); controllers: controller instances (2+: a failover group with
+    etcd, and kill_master_controller in the schedule)."""
     tick = TICK if rate is None else BURST / rate
     if replication is None:
         replication = MUTANT_REPLICATION.get(mutant or "", 1)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    cfg = build_config(run_dir, openflow_port, replication, cache_fill)
+    cfg = build_config(run_dir, openflow_port, replication, cache_fill, controllers)
     keys = key_ids(cfg)
-    faults = schedule(repeats, quick) if faults is None else faults
+    faults = schedule(repeats, quick, controllers, replication) if faults is None else faults
+    if replication < 2 and any(f.kind in MEMBERSHIP_FAULTS for f in faults):
+        raise ValueError(f"faults {', '.join(MEMBERSHIP_FAULTS)} need --replication 2 or more "
+                         f"(replication: {replication})")
     t_start = time.monotonic()
     events: list[dict] = []
     campaign_history = History()
@@ -228,10 +279,18 @@ def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port
             for i in keys:
                 final[chaos_key(i)] = c.get(chaos_key(i))
         node_stats = cl.stubs.node_stats()
-        ctl_stats = cl.stubs.controller_stats()
-        chains = [list(c) for c in cfg.chains()]
-        convergence = chain_digests(chains, cl.stubs.slot_digests) if replication > 1 else None
-        slot0_rules = slot_rules(cfg, 0) if replication > 1 else None
+        ctl_stats = controller_stats(cl)
+        convergence = slot0_rules = None
+        if replication > 1:
+            # Compare only once the controller has finished re-adding (no learner left), on the
+            # live chains, which the faults above have reordered.
+            settle_s, chains, readers = settled_chains(cl)
+            convergence = {**chain_digests(chains, cl.stubs.slot_digests), "chains": chains,
+                           "settled_s": None if settle_s is None else round(settle_s, 2)}
+            if settle_s is None:
+                convergence["converged"] = False
+                convergence["why"] = "learners left or a member in no chain after 60 s"
+            slot0_rules = slot_rules(cfg, 0, chains[0], readers[0])
     campaign_history.save(run_dir / "history-campaign.jsonl")
     progress("chaos: checking histories ...")
     ops = History.merge([History.load(run_dir / f"history-{n}.jsonl")
@@ -242,6 +301,7 @@ def run_campaign(out: Path, repeats: int = 3, quick: bool = False, openflow_port
     result["mutant"] = mutant
     result["node_faults"] = node_faults(cfg, mutant)
     result["replication_factor"] = replication
+    result["controllers"] = controllers
     result["chain_convergence"] = convergence
     result["ruleset3_slot0"] = slot0_rules
     result["keys"] = [chaos_key(i) for i in keys]
@@ -282,6 +342,9 @@ def summarize(ops, events, final, node_stats, ctl_stats, netem: bool,
         if ev["kind"] == "kill_ctl":
             # Forwarding never depends on the controller; what comes back is rule updates.
             value = ev.get("programmed_s")
+        elif ev["kind"] == "kill_master_controller":
+            # What comes back is rule updates through another instance (docs/chaos.md).
+            value = ev.get("takeover_s")
         else:
             value = ev["throughput_recovery_s"]
         recovery.setdefault(ev["kind"], []).append(None if value is None else round(value, 3))
@@ -341,7 +404,37 @@ def exit_status(r: dict) -> int:
     if r.get("mutant"):
         return 0 if r["linearizability_violations"] >= 1 else 1
     converged = (r.get("chain_convergence") or {"converged": True})["converged"]
-    return 0 if r["linearizability_violations"] == 0 and r["lost_acked_writes"] == 0 and converged else 1
+    return 0 if (r["linearizability_violations"] == 0 and r["lost_acked_writes"] == 0 and converged
+                 and not takeover_failures(r) and not membership_failures(r)) else 1
+
+
+# Per membership fault, the fact that must come (None: not within membership.CHANGE_TIMEOUT_S).
+MEMBERSHIP_FACTS = {"kill_db_disk": ("failover_s", "rejoin_s"), "remove_node": ("removed_s",),
+                    "add_node": ("caught_up_s",)}
+
+
+def membership_failures(r: dict) -> list[str]:
+    """Membership faults that never completed: the failover, the rejoin on the empty disk, the
+    removal or the new member's catch-up did not happen (docs/chaos.md)."""
+    return [f"{ev['kind']} {ev.get('target')}: no {fact}"
+            for ev in r.get("events", []) for fact in MEMBERSHIP_FACTS.get(ev.get("kind"), ())
+            if ev.get(fact) is None]
+
+
+def takeover_failures(r: dict) -> list[str]:
+    """Why the kill_master_controller injections fail the run: no takeover, a takeover of
+    TAKEOVER_LIMIT_S or more, or a flow flushed (docs/chaos.md)."""
+    out = []
+    for ev in r.get("events", []):
+        if ev.get("kind") != "kill_master_controller":
+            continue
+        took = ev.get("takeover_s")
+        if took is None or took >= TAKEOVER_LIMIT_S:
+            out.append(f"takeover_s {took} (limit {TAKEOVER_LIMIT_S} s)")
+        if ev.get("flows_flushed") or ev.get("switch_tables_flushed"):
+            out.append(f"flows flushed: {ev.get('flows_flushed')} flows, "
+                       f"{ev.get('switch_tables_flushed')} tables")
+    return out
 
 
 _COUNTERS = {"malformed_dropped", "duplicate_writes", "txns_recovered", "resolver_resolved",
@@ -372,12 +465,18 @@ def print_table(r: dict) -> None:
     if r.get("mutant"):
         rows.insert(0, ("mutant", r["mutant"]))
     rows.insert(0, ("replication factor", r.get("replication_factor", 1)))
+    rows.insert(1, ("controller instances", r.get("controllers", 1)))
     if r.get("chain_convergence"):
         cc = r["chain_convergence"]
         rows.append(("chains converged (slots checked)", f"{cc['converged']} ({cc['slots_checked']})"))
     for kind, vals in r["recovery_s"].items():
         shown = ", ".join("-" if v is None else f"{v:.2f}" for v in vals)
         rows.append((f"recovery_s {kind}", shown))
+    for kind, facts in MEMBERSHIP_FACTS.items():
+        for fact in facts:
+            vals = [ev.get(fact) for ev in r["events"] if ev["kind"] == kind]
+            if vals:
+                rows.append((f"{kind} {fact}", ", ".join(_f(v) for v in vals)))
     for kind in r["recovery_from_inject_s"]:
         shown = ", ".join(
             f"{_f(a)} s (depth {_f(d)}, {_f(n)} s below)" for a, d, n in
@@ -402,13 +501,16 @@ def main(argv=None) -> int:
                          "results/chaos-mutant-NAME.json")
     ap.add_argument("--replication", type=int,
                     help="db chain length (replication.factor; default 1, or 3 for --mutant ack-at-head)")
+    ap.add_argument("--controllers", type=int, default=1,
+                    help="controller instances (2+: a failover group with etcd, and the fault "
+                         "kill_master_controller; `make chaos` uses 2)")
     ap.add_argument("--rate", type=float,
                     help=f"requests/s per worker (default {BURST / TICK:g}: {BURST} every {TICK:g} s)")
     a = ap.parse_args(argv)
     out = a.out or REPO / "results" / (f"chaos-mutant-{a.mutant}.json" if a.mutant else "chaos.json")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     r = run_campaign(out, a.repeats, a.quick, a.openflow_port, mutant=a.mutant, rate=a.rate,
-                     replication=a.replication)
+                     replication=a.replication, controllers=a.controllers)
     print_table(r)
     print(f"wrote {out}")
     status = r["exit_status"]
@@ -416,6 +518,12 @@ def main(argv=None) -> int:
         print("chaos: FAIL: the checker left keys undecided (budget exceeded)", file=sys.stderr)
     elif status and a.mutant:
         print(f"chaos: FAIL: mutant {a.mutant} not caught (no violation)", file=sys.stderr)
+    elif status and takeover_failures(r):
+        print(f"chaos: FAIL: kill_master_controller: {'; '.join(takeover_failures(r))}", file=sys.stderr)
+    elif status and membership_failures(r):
+        print(f"chaos: FAIL: {'; '.join(membership_failures(r))}", file=sys.stderr)
+    elif status and not (r.get("chain_convergence") or {"converged": True})["converged"]:
+        print("chaos: FAIL: chains diverged (chain_convergence)", file=sys.stderr)
     elif status:
         print("chaos: FAIL: linearizability violation or lost acknowledged write", file=sys.stderr)
     return status

@@ -7,7 +7,11 @@ Kinds (docs/chaos.md says what each checks):
   dup_reorder   10% duplicated, 25% reordered (3 +/- 2 ms delay) request frames
   kill_cache    kill -9 a cache node; it rejoins empty after `down_s`
   kill_db       kill -9 a db node while clients write; restart after `down_s`
-  kill_ctl      kill -9 the controller; restart after `down_s`
+  kill_ctl      kill -9 the controller (with a failover group: every instance); restart after `down_s`
+  kill_master_controller  (failover group only) kill -9 the master instance; another takes over
+                (takeover_s, exo_topo.takeover); the killed one restarts as a standby after `down_s`
+  kill_db_disk, remove_node, add_node  (replication.factor > 1) db-node membership changes:
+                exo_chaos.membership
 """
 from __future__ import annotations
 
@@ -19,10 +23,13 @@ from pathlib import Path
 from typing import Callable
 
 from exo_harness.impair import Impairment
+from exo_topo.takeover import TakeoverProbe, flow_durations, flushed
 
 log = logging.getLogger("exo.chaos")
 
 LINK_LOSS = Impairment(loss=0.05, delay_s=0.002, jitter_s=0.001)
+# Faults that change the db chains' membership (exo_chaos.membership; replication.factor > 1).
+MEMBERSHIP_FAULTS = ("kill_db_disk", "remove_node", "add_node")
 DUP_REORDER = Impairment(duplicate=0.10, reorder=0.25, delay_s=0.003, jitter_s=0.002)
 
 
@@ -91,6 +98,67 @@ def wait_until(check: Callable[[], bool], timeout: float, step: float = 0.05) ->
     return None
 
 
+def controller_stats(cluster, timeout: float = 5.0) -> dict:
+    """The controller's Stats; with a failover group, the master's (only the master watches the
+    cache nodes: a standby's withdrawal counters stay 0). Raises when there is no master."""
+    group = getattr(cluster, "group", None)
+    if group is None:
+        return cluster.stubs.controller_stats(timeout=timeout)
+    master = group.master(timeout)
+    if master is None:
+        raise RuntimeError("no controller instance is master")
+    return group.stats(master, timeout)
+
+
+def _not_ruleset2(cookie: int) -> bool:
+    """Flows the new master has no reason to change: everything but cache rules (Ruleset 2),
+    which the clients' DELETEs and the cache loop add and retire all the time."""
+    from exo_controller.flows import ruleset_of_cookie
+    return ruleset_of_cookie(cookie) != 2
+
+
+def kill_master_controller(f: Fault, cluster, ev: dict) -> None:
+    """kill -9 the master; measure the survivor's takeover as test_controller_failover does;
+    check that no flow outside Ruleset 2 was flushed; restart the killed one (a standby)."""
+    group = cluster.group
+    if group is None or len(group.procs) < 2:
+        raise ValueError("kill_master_controller needs a failover group of 2+ controller instances "
+                         "(run_campaign(controllers=2), --controllers 2)")
+    found: list[str] = []
+    if wait_until(lambda: found.append(group.master()) or found[-1] is not None, timeout=20) is None:
+        raise RuntimeError("kill_master_controller: no controller instance became master within 20 s")
+    master = found[-1]
+    standby = next(n for n in group.procs if n != master)
+    cache_node = cluster.cfg.cache_nodes[0].name
+    probe = TakeoverProbe(cluster.cfg, cache_node, standby)
+    try:
+        ev.update(target=master, standby=standby, standby_refused_before=probe.refused_as_standby(master))
+        flushed_before = group.stats(standby).get("switch_tables_flushed", 0)
+        before = flow_durations(cluster.cfg.switch.bridge, keep=_not_ruleset2)
+        t_kill = time.monotonic()
+        group.kill(master)
+        ev["inject_ns"] = now_ns()
+        ev.update(probe.measure(t_kill, lambda: group.stats(standby, 0.5)))
+        after = flow_durations(cluster.cfg.switch.bridge, keep=_not_ruleset2)
+        gone, reset = flushed(before, after)
+        new = group.stats(standby)
+        ev.update(flows_checked=len(before), flows_flushed=len(gone) + len(reset),
+                  flows_flushed_detail=(gone + reset)[:5],
+                  switch_tables_flushed=new.get("switch_tables_flushed", 0) - flushed_before,
+                  switch_tables_kept=new.get("switch_tables_kept", 0),
+                  leader_revokes=new.get("leader_revokes", 0))
+        if ev["takeover_s"] is not None:
+            probe.remove()
+    finally:
+        probe.close()
+    time.sleep(max(0.0, f.hold_s - (now_ns() - ev["inject_ns"]) / 1e9))
+    group.start_instance(master)
+    ev["heal_ns"] = now_ns()
+    # Back as a standby: it answers Stats and the survivor is still the master.
+    ev["restarted_standby_s"] = wait_until(
+        lambda: group.stats(master).get("controller_master") == 0 and group.master() == standby, timeout=30)
+
+
 def run_fault(f: Fault, cluster, links: Links) -> dict:
     ev = {"kind": f.kind, "target": f.target, "inject_ns": now_ns()}
     if f.kind in ("link_loss", "dup_reorder"):
@@ -101,7 +169,7 @@ def run_fault(f: Fault, cluster, links: Links) -> dict:
         links.clear()
         ev["heal_ns"] = now_ns()
     elif f.kind == "kill_cache":
-        stats = cluster.stubs.controller_stats
+        stats = lambda: controller_stats(cluster)  # noqa: E731
         withdrawals = stats().get("cache_node_withdrawals", 0)
         cluster.kill_node(f.target)
         ev["inject_ns"] = now_ns()
@@ -126,14 +194,27 @@ def run_fault(f: Fault, cluster, links: Links) -> dict:
         st = cluster.stubs.stats(f.target)
         ev["txns_recovered"] = st.get("txns_recovered", 0)
     elif f.kind == "kill_ctl":
-        cluster.kill_controller()
+        group = getattr(cluster, "group", None)
+        names = list(group.procs) if group is not None else []
+        for name in names:  # a failover group: the whole control plane goes
+            group.kill(name)
+        if group is None:
+            cluster.kill_controller()
         ev["inject_ns"] = now_ns()
         time.sleep(f.hold_s)
         t = now_ns()
-        cluster.restart_controller(wait=False)
+        for name in names:
+            group.start_instance(name)
+        if group is None:
+            cluster.restart_controller(wait=False)
         ev["heal_ns"] = t
         ev["programmed_s"] = wait_until(
-            lambda: cluster.stubs.controller_stats(timeout=1.0).get("switch_programmed", 0) == 1, timeout=30)
+            lambda: controller_stats(cluster, timeout=1.0).get("switch_programmed", 0) == 1, timeout=30)
+    elif f.kind == "kill_master_controller":
+        kill_master_controller(f, cluster, ev)
+    elif f.kind in MEMBERSHIP_FAULTS:
+        from . import membership
+        getattr(membership, f.kind)(f, cluster, ev, now_ns)
     else:
         raise ValueError(f"unknown fault kind {f.kind!r}")
     return ev

@@ -13,4 +13,5 @@ node's C++ select_keys (through ctypes, selector.py), the controller's RuleUpdat
     detector.py     the db nodes' sampled Space-Saving detectors and REPORTs
     dynamic.py      the fill loop on a simulated clock (fig 4.4)
     static_figs.py, fig_dynamic.py, scale.py, plots.py, figures.py   figures and the CLI
+    replication.py  the replicated layout (chains of db nodes): spread, Ruleset 3 rules, flow-mods per failure
 """

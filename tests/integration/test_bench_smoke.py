@@ -1,7 +1,7 @@
 """`make bench`'s data-plane benchmark, as a smoke run (a second or so per generator run): the
 harness creates and removes its namespaces and processes, every case reports a ceiling found by
-the loss rule with each run's loss beside it, the ratios carry their targets, and Ctrl-C leaves
-nothing behind. Speeds are never asserted."""
+the loss rule with each run's loss beside it, the ratios carry their targets, the replication
+cost cases write bench_replication.json, and Ctrl-C leaves nothing behind. Speeds are never asserted."""
 from __future__ import annotations
 
 import json
@@ -73,7 +73,35 @@ def test_smoke_run_writes_every_case_ratio_and_client_figure(tmp_path: Path):
         assert doc["client"][k] is not None and doc["client"][k] > 0, k
     assert "cpu_ns_per_request" in doc["cases"]["db_node"]["evidence"]
     check_proxy_fields(doc)
+    check_replication_fields(json.loads((tmp_path / "bench_replication.json").read_text()))
     assert bench_leftovers() == []
+
+
+def check_replication_fields(doc: dict) -> None:
+    """The replication cost cases (issue 15): chain_rf1 and chain_rf3 on the same three db nodes,
+    PUTs answered by the head db0 and GETs by the read server, each figure with its spread, and
+    the ratios labelled measured. Never the speed."""
+    assert doc["schema"] == "exo-bench-replication/1" and doc["smoke"] is True
+    assert doc["params"]["db_nodes"] == ["db0", "db1", "db2"]
+    for name, chain in (("chain_rf1", ["db0"]), ("chain_rf3", ["db0", "db1", "db2"])):
+        c = doc["cases"][name]
+        assert c["chain"] == chain and c["read_server"] == chain[-1]
+        for phase in ("put", "get"):
+            runs = c[phase]["ceiling"]["runs"]
+            assert any(r["extra"]["answered"] > 0 and r["errors"] == 0 for r in runs), (name, phase)
+            assert all({"rate", "offered_rps", "answered_rps", "loss"} <= set(r) for r in runs)
+        # GETs of loaded keys at the read server: found, never from a cache.
+        assert all(r["extra"]["not_found"] == 0 and r["extra"]["from_cache"] == 0
+                   for r in c["get"]["ceiling"]["runs"])
+        assert c["put_latency"]["rate"] == doc["put_common_rate"] and c["put_latency"]["runs"]
+    for rf in ("rf1", "rf3"):
+        f = doc["replication"][rf]
+        for k in ("put_ceiling", "get_ceiling"):
+            assert {"rps", "repeats_answered_rps", "best_run_per_second_answered"} <= set(f[k]), (rf, k)
+        for k in ("put_p50_us_at", "put_p99_us_at"):
+            assert f[k]["offered_rate"] == doc["put_common_rate"] and "repeats_us" in f[k], (rf, k)
+    for k in ("put_rf3_vs_rf1", "put_p99_rf3_vs_rf1", "get_rf3_vs_rf1"):
+        assert doc["ratios"][k]["kind"] == "measured", k
 
 
 def check_proxy_fields(doc: dict) -> None:

@@ -39,13 +39,16 @@ def test_short_chaos_campaign_is_linearizable_and_loses_nothing():
 
 def test_replicated_round_is_linearizable_and_chains_converge():
     """Replication factor 3 (three db nodes, every slot on all of them): the chain write path
-    and the switch's two rules per slot (writes to the head, GETs to the tail) under link faults
-    and a cache node kill. Db-node kills at rf > 1 need failover (docs/design/replication.md,
-    section 4), not built yet. Writes results/chaos-rf3-quick.json."""
+    and the switch's two rules per slot (writes to the head, GETs to the tail) under link faults,
+    a cache node kill, and the membership faults: a db node killed with its disk and replaced
+    on an empty one (failover, then rejoin through learner, copy and hand-over), another removed
+    and added back (docs/chaos.md). Writes results/chaos-rf3-quick.json."""
+    from exo_chaos.campaign import membership_faults
     from exo_chaos.faults import Fault
-    faults = [Fault("link_loss", "client links", hold_s=4.0, settle_s=4.0),
-              Fault("dup_reorder", "client links", hold_s=4.0, settle_s=4.0),
-              Fault("kill_cache", "cache0", hold_s=3.0, settle_s=6.0)]
+    faults = [Fault("link_loss", "client links", hold_s=3.0, settle_s=3.0),
+              Fault("dup_reorder", "client links", hold_s=3.0, settle_s=3.0),
+              Fault("kill_cache", "cache0", hold_s=3.0, settle_s=4.0),
+              *membership_faults("db0", "db1", settle=3.0)]
     r = run_campaign(OUT.with_name("chaos-rf3-quick.json"), repeats=0, quick=True,
                      openflow_port=6677, run_dir=Path("/tmp/exo/test/chaos-rf3"), faults=faults,
                      replication=3)
@@ -57,6 +60,15 @@ def test_replicated_round_is_linearizable_and_chains_converge():
     assert r["checker"]["budget_exceeded"] == 0
     assert r["chain_convergence"]["converged"], r["chain_convergence"]
     assert r["chain_convergence"]["slots_checked"] == 16
+    # Every membership fault completed, and is measured by the same throughput rule as the others.
+    assert {"kill_db_disk", "remove_node", "add_node"} <= set(r["recovery_s"]), r["recovery_s"]
+    facts = {e["kind"]: e for e in r["events"]}
+    for kind, names in (("kill_db_disk", ("failover_s", "rejoin_s")), ("remove_node", ("removed_s",)),
+                        ("add_node", ("caught_up_s",))):
+        for name in names:
+            assert facts[kind][name] is not None, (kind, name, facts[kind])
+    # The replacement on the empty disk is back in every slot (three nodes: every chain has all).
+    assert facts["kill_db_disk"]["slots_after"] == 16 and facts["add_node"]["slots_after"] == 16
     # The switch's own view of slot 0: the read rule to the tail, the write rule to the head.
     rules = r["ruleset3_slot0"]
     read = [f for f in rules["dump_flows"] if "dl_dst=aa:" in f]

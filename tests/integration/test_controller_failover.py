@@ -9,22 +9,18 @@ Results: results/controller_failover.json and a printed table."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
 
-import grpc
 import pytest
 
-from exo_common import tls
 from exo_topo.cluster import EmulatedCluster
 from exo_common.config import parse_config
 from exo_topo.configgen import emulation_config_dict
+from exo_topo.takeover import TakeoverProbe, flow_durations, flushed
 from exoproto import control_pb2 as pb
-from exoproto import control_pb2_grpc as rpc
 
 from .helpers import cache_for
 
@@ -33,18 +29,6 @@ RUN_DIR = Path("/tmp/exo/test/test_controller_failover")
 RESULTS = Path(__file__).resolve().parents[2] / "results" / "controller_failover.json"
 IS_SLAVE = "ofp_error OFPET_BAD_REQUEST(1)/OFPBRC_IS_SLAVE(10)"
 TAKEOVER_LIMIT_S = 1.0
-
-
-def dump_flows(bridge: str) -> dict[str, float]:
-    """flow (table, priority, match, cookie) -> duration in seconds, from ovs-ofctl."""
-    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge], capture_output=True,
-                         text=True, check=True).stdout
-    flows = {}
-    for line in out.splitlines():
-        m = re.search(r"cookie=(\S+), duration=([\d.]+)s, table=(\d+),.*?priority=(\d+)(,[^ ]*)? actions", line)
-        if m:
-            flows[f"t{m.group(3)} p{m.group(4)} {m.group(5) or ''} {m.group(1)}"] = float(m.group(2))
-    return flows
 
 
 def ping_load(cl, keys, stop: threading.Event, outcome: dict) -> None:
@@ -111,55 +95,31 @@ def test_kill_the_master_the_standby_takes_over(failover_cluster):
     loader = threading.Thread(target=ping_load, args=(cl, [b"load1", b"load2", key_a], stop, load), daemon=True)
     loader.start()
     time.sleep(0.5)
-    before = dump_flows(cfg.switch.bridge)
+    before = flow_durations(cfg.switch.bridge)
 
     # The survivor, called directly as cache node node_a would (its certificate): the first
-    # AddCacheRules it confirms marks the takeover.
-    survivor = cfg.for_instance(standby)
-    ch = tls.secure_channel(cfg, node_a, survivor.controller.grpc, "controller")
-    stub = rpc.ControllerStub(ch)
-    probe_rule = pb.CacheRulesRequest(rules=[pb.CacheRule(key_hash=0x12_3456_789A, cache_node=node_a)])
-    refused_before = 0
-    try:
-        stub.AddCacheRules(probe_rule, timeout=2)
-    except grpc.RpcError as err:
-        assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err
-        assert f"the master is {master}" in err.details(), err.details()
-        refused_before = 1
+    # AddCacheRules it confirms marks the takeover (exo_topo.takeover, shared with the chaos
+    # fault kill_master_controller).
+    probe = TakeoverProbe(cfg, node_a, standby)
+    refused_before = int(probe.refused_as_standby(master))
 
     t_kill = time.monotonic()
     group.kill(master)
-    role_s = add_s = None
-    attempts = 0
-    while time.monotonic() - t_kill < 10:
-        if role_s is None and group.stats(standby, 0.5).get("controller_master") == 1:
-            role_s = time.monotonic() - t_kill
-        attempts += 1
-        try:
-            out = stub.AddCacheRules(probe_rule, timeout=2)
-        except grpc.RpcError as err:
-            assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err
-            time.sleep(0.01)
-            continue
-        if out.accepted == 1:
-            add_s = time.monotonic() - t_kill
-            break
-    if role_s is None and group.stats(standby, 0.5).get("controller_master") == 1:
-        role_s = time.monotonic() - t_kill
+    took = probe.measure(t_kill, lambda: group.stats(standby, 0.5))
+    add_s, role_s, attempts = took["takeover_s"], took["role_master_s"], took["add_attempts"]
     time.sleep(0.3)
-    after = dump_flows(cfg.switch.bridge)
+    after = flow_durations(cfg.switch.bridge)
     stop.set()
     loader.join(5)
 
     # No flush: every flow that was there is still there and older than before.
-    gone = sorted(set(before) - set(after))
-    reset = sorted(f for f in before if f in after and after[f] < before[f])
+    gone, reset = flushed(before, after)
     # And a cache node's Cache goes to the new master (its controller list, peers.cc).
     node_b = cache_for(cfg, key_b)
     rep_b = cl.stubs.cache(node_b).Cache(pb.KeysRequest(keys=[key_b]), timeout=15)
     new = group.stats(standby)
-    stub.RemoveCacheRules(probe_rule, timeout=5)
-    ch.close()
+    probe.remove()
+    probe.close()
 
     result = {"master": master, "standby": standby, "takeover_s": add_s, "role_master_s": role_s,
               "takeover_limit_s": TAKEOVER_LIMIT_S, "add_attempts": attempts,

@@ -48,6 +48,29 @@ def test_exit_status_fails_on_undecided_keys_and_on_an_escaped_mutant():
     assert campaign.exit_status(result(violations=3, undecided=1, mutant="serve-stale")) == 3
 
 
+def test_two_controllers_are_a_failover_group_and_add_kill_master_controller():
+    c = campaign.build_config(Path("/tmp/exo/unit-chaos"), 6678, controllers=2)
+    assert [(i.name, i.openflow_port) for i in c.controller.instances] == [("c1", 6678), ("c2", 6778)]
+    assert len({i.grpc for i in c.controller.instances}) == 2 and c.controller.etcd
+    assert not cfg().controller.instances  # the default stays one controller
+    with pytest.raises(ValueError, match="controllers"):
+        campaign.build_config(Path("/tmp/exo/unit-chaos"), 6678, controllers=0)
+    kinds = [f.kind for f in campaign.schedule(2, quick=True, controllers=2)]
+    assert kinds.count("kill_master_controller") == 2 and kinds.count("kill_ctl") == 2
+    assert "kill_master_controller" not in [f.kind for f in campaign.schedule(2, quick=True)]
+
+
+def test_exit_status_fails_on_a_slow_or_missing_takeover_and_on_a_flushed_flow():
+    def with_takeover(**ev):
+        return {**result(), "events": [{"kind": "kill_master_controller", "flows_flushed": 0,
+                                        "switch_tables_flushed": 0, **ev}]}
+    assert campaign.exit_status(with_takeover(takeover_s=0.3)) == 0
+    assert campaign.exit_status(with_takeover(takeover_s=campaign.TAKEOVER_LIMIT_S)) == 1
+    assert campaign.exit_status(with_takeover(takeover_s=None)) == 1
+    assert campaign.exit_status(with_takeover(takeover_s=0.3, flows_flushed=2)) == 1
+    assert campaign.exit_status(with_takeover(takeover_s=0.3, switch_tables_flushed=1)) == 1
+
+
 def test_workers_share_one_tick_grid():
     ms = 1_000_000
     assert worker.next_tick(10_005 * ms, 20 * ms) == 10_020 * ms

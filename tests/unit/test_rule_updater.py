@@ -833,3 +833,22 @@ def test_ruleset3_failed_batch_goes_back_in_order_and_a_refusal_is_resent():
     assert not sim.u.chain_pending() and sim.u.partitions_installed == book.rules()
     with pytest.raises(ValueError, match="no Ruleset 3 book"):
         Sim(statics=[]).u.move_slot(0, read_port=21)
+
+
+def test_a_new_master_keeps_the_switchs_ruleset3_when_told_the_chains_moved():
+    """kill_master_controller in the chaos campaign: the config's layout is not the live one
+    after a failover; adopting the switch's Ruleset 3 must not repoint it to the config first.
+    Known-bad: without keep_partitions one flow-mod per moved rule is queued (and the rule's
+    duration resets on the switch)."""
+    book, chains = rf3_book()
+    on_switch = dict(book.rules())
+    moved = [i for i in on_switch if i < (1 << 16)][:3]  # three read rules elsewhere (live table)
+    for i in moved:
+        on_switch[i] = 99
+    for keep, want in ((False, 3), (True, 0)):
+        b, _ = rf3_book()
+        u = RuleUpdater(PORTS, 100, 50.0, [], partitions=b)
+        u.switch_connected({}, on_switch, keep_partitions=keep)
+        assert u.metrics(0)["static_pending"] == want, keep
+        if keep:
+            assert all(b.port(i) == 99 for i in moved)

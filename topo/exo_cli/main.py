@@ -19,6 +19,7 @@ cluster by hand"):
     exo del KEY                   DELETED (exit 0) or NOT_FOUND (exit 1)
     exo stats [--watch] [--json]  nodes, requests/s, hit ratio, rule budget, Ruleset 2 size
     exo rules [--json]            Ruleset 2 as the switch holds it
+    exo node list|add|remove NAME db node membership at replication.factor > 1 (node.py)
     exo down                      stop it (also after the supervisor was killed with SIGKILL)
 Commands for a running cluster take --cluster NAME when more than one is up.
 """
@@ -169,6 +170,14 @@ def cmd_rules(args) -> int:
     return 0
 
 
+def cmd_node(args) -> int:
+    from .node import run
+    if args.action != "list" and not args.name:
+        print(f"exo node {args.action}: NAME (a db node of the config) is required", file=sys.stderr)
+        return 2
+    return run(args.cluster, args.action, args.name)
+
+
 def cmd_kv(args) -> int:
     from . import kv
     return {"get": kv.cmd_get, "set": kv.cmd_set, "del": kv.cmd_del}[args.cmd](args)
@@ -237,6 +246,12 @@ def _add_cluster_commands(sub) -> None:
     r.add_argument("--top", type=_positive_int, default=None, help="show only the N busiest rules")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_rules)
+
+    nd = sub.add_parser("node", help="db node membership at replication.factor > 1: list, add NAME, remove NAME")
+    cluster_opt(nd)
+    nd.add_argument("action", choices=["list", "add", "remove"])
+    nd.add_argument("name", nargs="?", help="a db node of the config (add, remove)")
+    nd.set_defaults(func=cmd_node)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,8 @@
 #include "replication/chain_runtime.h"
 
 #include <cstdlib>
+#include <algorithm>
+#include <random>
 
 #include "keyhash.h"
 #include "log.h"
@@ -34,8 +36,209 @@ ChainRuntime::ChainRuntime(const Cluster& cluster, uint32_t self, KvStore& store
     : cluster_(cluster), self_(self), store_(store), cached_(cached), dedup_(dedup),
       resolver_(resolver), forwarder_(forwarder), c_(counters), wall_ms_(std::move(wall_ms)),
       view_(ChainTable::from_cluster(cluster)),
-      replicates_(view_.get()->replicated()),
-      slot_seq_(new std::atomic<uint64_t>[size_t{1} << cluster.partition_bits]()) {}
+      replicates_(cluster.replication.factor > 1),
+      incarnation_([] {
+        std::random_device rd;
+        uint64_t v = 0;
+        while (v == 0) v = (uint64_t{rd()} << 32) | rd();  // 0 means "unknown" on the wire
+        return v;
+      }()),
+      active_(!replicates_),
+      slot_seq_(new std::atomic<uint64_t>[size_t{1} << cluster.partition_bits]()) {
+  if (replicates_) copier_ = std::thread([this] { copier_loop(); });
+}
+
+ChainRuntime::~ChainRuntime() {
+  {
+    std::lock_guard<std::mutex> lk(learn_mu_);
+    stopping_ = true;
+  }
+  learn_cv_.notify_all();
+  if (copier_.joinable()) copier_.join();
+}
+
+// ---- control ----
+
+bool ChainRuntime::table_from(const exo::ChainTableMsg& m, ChainTable* out,
+                              std::string* error) const {
+  const size_t n_slots = size_t{1} << cluster_.partition_bits;
+  if (static_cast<size_t>(m.slots_size()) != n_slots) {
+    *error = "table.slots: " + std::to_string(m.slots_size()) + " slots, not 2^partition_bits = " +
+             std::to_string(n_slots);
+    return false;
+  }
+  const auto index_of = [&](const std::string& name) -> std::optional<uint32_t> {
+    for (uint32_t i = 0; i < cluster_.db_nodes.size(); ++i)
+      if (cluster_.db_nodes[i].name == name) return i;
+    return std::nullopt;
+  };
+  out->version = m.version();
+  out->partition_bits = cluster_.partition_bits;
+  out->slots.clear();
+  for (int s = 0; s < m.slots_size(); ++s) {
+    const exo::SlotChain& sc = m.slots(s);
+    const std::string where = "table.slots[" + std::to_string(s) + "]";
+    SlotChainInfo info;
+    if (sc.nodes_size() == 0) {
+      *error = where + ".nodes: empty";
+      return false;
+    }
+    for (int i = 0; i < sc.nodes_size() + sc.learners_size(); ++i) {
+      const std::string& name = i < sc.nodes_size() ? sc.nodes(i) : sc.learners(i - sc.nodes_size());
+      const std::optional<uint32_t> idx = index_of(name);
+      if (!idx) {
+        *error = where + ": no db node named '" + name + "'";
+        return false;
+      }
+      if (std::find(info.order.begin(), info.order.end(), *idx) != info.order.end()) {
+        *error = where + ": '" + name + "' appears twice";
+        return false;
+      }
+      info.order.push_back(*idx);
+    }
+    info.members = static_cast<uint32_t>(sc.nodes_size());
+    if (!sc.read_server().empty()) {
+      const std::optional<uint32_t> r = index_of(sc.read_server());
+      if (!r || std::find(info.order.begin(), info.order.begin() + info.members, *r) ==
+                    info.order.begin() + info.members) {
+        *error = where + ".read_server: '" + sc.read_server() + "' is not a member of the slot";
+        return false;
+      }
+      info.read_server = static_cast<int32_t>(*r);
+    }
+    out->slots.push_back(std::move(info));
+  }
+  for (const exo::NodeIncarnation& n : m.members()) {
+    if (const std::optional<uint32_t> idx = index_of(n.node())) out->incarnations[*idx] = n.incarnation();
+  }
+  return true;
+}
+
+ChainRuntime::PushOutcome ChainRuntime::set_table(const exo::SetChainsRequest& req) {
+  std::lock_guard<std::mutex> push(push_mu_);
+  PushOutcome out;
+  if (req.incarnation() != incarnation_) {
+    out.code = PushOutcome::kWrongIncarnation;
+    out.error = "incarnation " + std::to_string(req.incarnation()) + " is not this process's (" +
+                std::to_string(incarnation_) + "): it restarted";
+    return out;
+  }
+  const std::shared_ptr<const ChainTable> cur = view_.get();
+  if (active() && req.table().version() < cur->version) {
+    out.code = PushOutcome::kStale;
+    out.error = "table version " + std::to_string(req.table().version()) + " is older than " +
+                std::to_string(cur->version);
+    return out;
+  }
+  ChainTable t;
+  if (!table_from(req.table(), &t, &out.error)) {
+    out.code = PushOutcome::kBadTable;
+    return out;
+  }
+  const std::vector<uint32_t> learner_slots = t.learning(self_);
+  // A slot this node starts learning is copied afresh: what it holds of the slot from an
+  // earlier membership (a restart) may miss deletes, so it goes first. No live write of the
+  // slot can have arrived yet: predecessors pass none until this table is taken below.
+  std::vector<uint32_t> fresh;
+  {
+    std::lock_guard<std::mutex> lk(learn_mu_);
+    for (uint32_t s : learner_slots)
+      if (!learning_.count(s)) fresh.push_back(s);
+  }
+  if (!fresh.empty()) {
+    std::unordered_set<uint32_t> wipe(fresh.begin(), fresh.end());
+    std::vector<std::string> doomed;
+    const StoreResult r = store_.scan(Cf::kData, [&](std::string_view k, std::string_view) {
+      if (wipe.count(t.slot_of(key_hash(bytes_of(k))))) doomed.emplace_back(k);
+    });
+    std::vector<StoreOp> ops;
+    for (const std::string& k : doomed) ops.push_back(StoreOp::del(Cf::kData, bytes_of(k)));
+    const StoreResult w = r.ok() && !ops.empty() ? store_.write(ops) : r;
+    if (!w.ok()) {
+      out.code = PushOutcome::kBadTable;
+      out.error = "clearing the slots to learn failed: " + w.error;
+      return out;
+    }
+    if (!doomed.empty()) LOG_INFO("cleared %zu keys of %zu slots before copying them", doomed.size(), fresh.size());
+  }
+  {
+    // Learner state first, so a live write arriving under the new table is noted before any
+    // copy of its slot can start.
+    std::lock_guard<std::mutex> lk(learn_mu_);
+    std::unordered_map<uint32_t, Learning> next;
+    for (uint32_t s : learner_slots) {
+      auto it = learning_.find(s);
+      if (it != learning_.end()) {
+        next.emplace(s, std::move(it->second));
+      } else {
+        next.emplace(s, Learning{});
+        to_copy_.push_back(s);
+      }
+    }
+    learning_ = std::move(next);
+  }
+  view_.set(std::move(t));
+  active_.store(true, std::memory_order_release);
+  learn_cv_.notify_all();
+  LOG_INFO("chain table version %llu taken (%zu slots to learn)",
+           static_cast<unsigned long long>(req.table().version()), learner_slots.size());
+  return out;
+}
+
+void ChainRuntime::status(exo::ChainStatusReply* rep) const {
+  rep->set_node(cluster_.db_nodes[self_].name);
+  rep->set_incarnation(incarnation_);
+  rep->set_pending(uncommitted_.size());
+  if (active() && replicates_) {
+    const std::shared_ptr<const ChainTable> t = view_.get();
+    exo::ChainTableMsg* m = rep->mutable_table();
+    m->set_version(t->version);
+    for (const SlotChainInfo& s : t->slots) {
+      exo::SlotChain* sc = m->add_slots();
+      for (size_t i = 0; i < s.order.size(); ++i) {
+        const std::string& name = cluster_.db_nodes[s.order[i]].name;
+        if (i < s.members) sc->add_nodes(name);
+        else sc->add_learners(name);
+      }
+      if (s.read_server >= 0) sc->set_read_server(cluster_.db_nodes[s.read_server].name);
+    }
+    for (const auto& [idx, inc] : t->incarnations) {
+      exo::NodeIncarnation* n = m->add_members();
+      n->set_node(cluster_.db_nodes[idx].name);
+      n->set_incarnation(inc);
+    }
+  }
+  std::lock_guard<std::mutex> lk(learn_mu_);
+  for (const auto& [slot, l] : learning_) {
+    if (l.copied) rep->add_caught_up(slot);
+    else rep->add_learning(slot);
+  }
+}
+
+bool ChainRuntime::may_copy_to(uint32_t slot, uint32_t caller, uint64_t version,
+                               std::string* why) const {
+  const std::shared_ptr<const ChainTable> t = view_.get();
+  if (!active()) {
+    *why = "this node has no chain table yet";
+    return false;
+  }
+  if (slot >= t->slots.size()) {
+    *why = "no slot " + std::to_string(slot);
+    return false;
+  }
+  if (t->version < version) {
+    // The learner's table is newer: this node may not pass it live writes yet, and a copy
+    // without them could miss a write.
+    *why = "table version " + std::to_string(t->version) + " is behind the learner's " +
+           std::to_string(version);
+    return false;
+  }
+  if (t->role(slot, caller) != ChainRole::kLearner) {
+    *why = "the caller is not a learner of slot " + std::to_string(slot);
+    return false;
+  }
+  return true;
+}
 
 exo::ReplicateRequest ChainRuntime::make_request(const ChainTable& t, uint32_t slot, RequestId id,
                                                  bool apply_data, bool is_delete, Bytes key,
@@ -61,8 +264,10 @@ ForwardOutcome ChainRuntime::forward(const exo::ReplicateRequest& req) {
 ForwardOutcome ChainRuntime::forward_by(const exo::ReplicateRequest& req,
                                         std::chrono::system_clock::time_point deadline) {
   const std::shared_ptr<const ChainTable> t = view_.get();
+  if (req.slot() >= t->slots.size() || t->role(req.slot(), self_) == ChainRole::kNone)
+    return ForwardOutcome{ForwardOutcome::kRefused, "this node is no longer in the slot's chain"};
   const std::optional<uint32_t> next = t->successor(req.slot(), self_);
-  if (!next) return ForwardOutcome{ForwardOutcome::kAcked, {}};  // the last member
+  if (!next) return ForwardOutcome{ForwardOutcome::kAcked, {}};  // the last in the chain
   ForwardOutcome f = forwarder_.replicate(*next, req, deadline);
   if (f.code != ForwardOutcome::kAcked) add_shared(c_.chain_forward_failed);
   return f;
@@ -85,6 +290,16 @@ void ChainRuntime::complete(UncommittedWrite& w) {
   add_shared(c_.chain_writes);
 }
 
+void ChainRuntime::abandon(UncommittedWrite& w) {
+  if (w.txn) {
+    if (const StoreResult s = w.txn->rollback(); !s.ok())
+      LOG_WARN("rollback of txid %llu failed: %s", static_cast<unsigned long long>(w.txid), s.error.c_str());
+    w.txn.reset();
+  }
+  dedup_.release(w.id);
+  add_shared(c_.chain_writes_abandoned);
+}
+
 void ChainRuntime::defer(UncommittedWrite w) {
   uncommitted_.put(std::move(w));
   set_gauge(c_.replication_pending, uncommitted_.size());
@@ -95,8 +310,13 @@ bool ChainRuntime::settle(CachedKeys::Guard&, std::string_view key) {
   if (!w) return true;
   const ForwardOutcome f = forward(w->req);
   const bool done = f.code == ForwardOutcome::kAcked;
+  const std::shared_ptr<const ChainTable> t = view_.get();
   if (done) {
     complete(*w);
+  } else if (t->role(w->req.slot(), self_) == ChainRole::kNone) {
+    abandon(*w);
+    set_gauge(c_.replication_pending, uncommitted_.size());
+    return true;
   } else {
     LOG_DEBUG("write of slot %u seq %llu still uncommitted: %s", w->req.slot(),
               static_cast<unsigned long long>(w->req.seq()), f.error.c_str());
@@ -121,7 +341,7 @@ ReplicaOutcome ChainRuntime::apply_from_predecessor(const exo::ReplicateRequest&
   ReplicaOutcome out;
   const std::shared_ptr<const ChainTable> t = view_.get();
   DedupRecord record;
-  if (req.slot() >= t->chains.size() || req.key().empty() || req.key().size() > wire::kMaxKeyLen ||
+  if (req.slot() >= t->slots.size() || req.key().empty() || req.key().size() > wire::kMaxKeyLen ||
       t->slot_of(key_hash(bytes_of(req.key()))) != req.slot() ||
       !decode_dedup(req.dedup_record(), &record)) {
     out.code = ReplicaOutcome::kBadRequest;
@@ -129,8 +349,9 @@ ReplicaOutcome ChainRuntime::apply_from_predecessor(const exo::ReplicateRequest&
     return out;
   }
   // Only the node before this one may pass it writes: a stale or forged forward could
-  // otherwise put a value here that the head never ordered (design 3.1, "Transport").
-  const std::optional<uint32_t> pred = t->predecessor(req.slot(), self_);
+  // otherwise put a value here that the head never ordered (design 3.1, "Transport"). A node
+  // with no pushed table yet takes nothing (4.1).
+  const std::optional<uint32_t> pred = active() ? t->predecessor(req.slot(), self_) : std::nullopt;
   if (!pred || (caller && *caller != *pred)) {
     add_shared(c_.replicate_refused);
     out.code = ReplicaOutcome::kNotPredecessor;
@@ -138,20 +359,31 @@ ReplicaOutcome ChainRuntime::apply_from_predecessor(const exo::ReplicateRequest&
                 " (table version " + std::to_string(t->version) + ")";
     return out;
   }
-  // At most one write of a key is in the chain at a time (the head holds the key's stripe lock
-  // and refuses the next write while one is uncommitted), so no lock is taken here; two copies
-  // of one forward (a resend that crossed a slow first try) are told apart by the claim.
+  const uint64_t hash = key_hash(bytes_of(req.key()));
   const RequestId id{req.client_id(), req.request_seq()};
   const DedupTable::Lookup seen = dedup_.claim(id, wall_ms_());
   if (seen.kind == DedupTable::Lookup::kInFlight) {
-    out.error = "another copy of this write is being applied";
+    // Applied here before, not acknowledged downstream yet (it is in the uncommitted list), or
+    // another copy is being applied right now. One more forward of the list's entry now.
+    CachedKeys::Guard guard = cached_.lock(hash);
+    if (uncommitted_.has(req.key()) && settle(guard, req.key())) {
+      out.code = ReplicaOutcome::kApplied;
+      out.duplicate = true;
+      return out;
+    }
+    out.error = "this write is applied here but not acknowledged downstream yet";
     return out;
   }
+  UncommittedWrite w;
+  w.hash = hash;
+  w.id = id;
+  w.record = record;
+  w.req = req;
   if (seen.kind == DedupTable::Lookup::kAnswered) {
     out.duplicate = true;
     add_shared(c_.replicated_duplicates);
   } else {
-    const DedupClaim claim(dedup_, id);
+    DedupClaim claim(dedup_, id);
     const std::string dedup_key = request_key(id);
     StoreOp ops[2];
     size_t n = 0;
@@ -159,23 +391,117 @@ ReplicaOutcome ChainRuntime::apply_from_predecessor(const exo::ReplicateRequest&
       ops[n++] = req.is_delete() ? StoreOp::del(Cf::kData, bytes_of(req.key()))
                                  : StoreOp::put(Cf::kData, bytes_of(req.key()), bytes_of(req.value()));
     ops[n++] = StoreOp::put(Cf::kRequests, bytes_of(dedup_key), bytes_of(req.dedup_record()));
-    if (const StoreResult s = store_.write(std::span<const StoreOp>(ops, n)); !s.ok()) {
-      add_shared(c_.errors);
-      out.error = "store: " + s.error;
-      return out;
+    {
+      // At most one write of a key is in the chain at a time (the head holds the key's stripe
+      // lock and refuses the next write while one is uncommitted), so the lock is only for a
+      // learner's copy of the same key (apply_copy), and never held across the forward.
+      CachedKeys::Guard guard = cached_.lock(hash);
+      if (t->role(req.slot(), self_) == ChainRole::kLearner) note_live_write(req.slot(), req.key());
+      if (const StoreResult s = store_.write(std::span<const StoreOp>(ops, n)); !s.ok()) {
+        add_shared(c_.errors);
+        out.error = "store: " + s.error;
+        return out;
+      }
     }
-    dedup_.insert(id, record);
     add_shared(c_.replicated_applied);
+    // The record enters the dedup table once the rest of the chain has the write: should this
+    // node become the head, a resend must wait for that rather than be answered at once.
+    claim.keep();
   }
   // Passed on even when it is a resend: the successor may not have it yet.
   const ForwardOutcome f = forward_by(req, deadline - std::chrono::milliseconds(20));
-  if (f.code != ForwardOutcome::kAcked) {
-    out.code = ReplicaOutcome::kUncertain;  // applied here; the head resends
-    out.error = f.error;
+  if (f.code == ForwardOutcome::kAcked) {
+    if (!out.duplicate) dedup_.insert(id, record);
+    out.code = ReplicaOutcome::kApplied;
     return out;
   }
-  out.code = ReplicaOutcome::kApplied;
+  if (!out.duplicate) {
+    CachedKeys::Guard guard = cached_.lock(hash);
+    defer(std::move(w));  // the resolver passes it on (to whoever is the successor by then)
+  }
+  out.code = ReplicaOutcome::kUncertain;  // applied here; the head resends
+  out.error = f.error;
   return out;
+}
+
+void ChainRuntime::note_live_write(uint32_t slot, const std::string& key) {
+  std::lock_guard<std::mutex> lk(learn_mu_);
+  auto it = learning_.find(slot);
+  if (it != learning_.end() && !it->second.copied) it->second.live_keys.insert(key);
+}
+
+void ChainRuntime::apply_copy(uint32_t slot, const exo::CopySlotChunk& chunk) {
+  uint64_t applied = 0;
+  for (int i = 0; i < chunk.keys_size() && i < chunk.values_size(); ++i) {
+    const std::string& key = chunk.keys(i);
+    CachedKeys::Guard guard = cached_.lock(key_hash(bytes_of(key)));
+    {
+      std::lock_guard<std::mutex> lk(learn_mu_);
+      auto it = learning_.find(slot);
+      if (it == learning_.end()) return;  // no longer a learner of the slot: stop
+      if (it->second.live_keys.count(key)) continue;  // a live write is newer
+    }
+    const StoreOp op = StoreOp::put(Cf::kData, bytes_of(key), bytes_of(chunk.values(i)));
+    if (const StoreResult s = store_.write(std::span<const StoreOp>(&op, 1)); !s.ok()) {
+      LOG_WARN("slot %u copy: a write failed: %s", slot, s.error.c_str());
+      add_shared(c_.errors);
+      continue;
+    }
+    ++applied;
+  }
+  // Outcome records of recent requests (all slots): a resend of an id the chain answered
+  // before this node joined must not be applied again should this node become head.
+  for (int i = 0; i < chunk.record_keys_size() && i < chunk.record_values_size(); ++i) {
+    RequestId id;
+    DedupRecord rec;
+    if (!parse_request_key(chunk.record_keys(i), &id) || !decode_dedup(chunk.record_values(i), &rec))
+      continue;
+    if (dedup_.claim(id, wall_ms_()).kind != DedupTable::Lookup::kNew) continue;
+    const StoreOp op = StoreOp::put(Cf::kRequests, bytes_of(chunk.record_keys(i)),
+                                    bytes_of(chunk.record_values(i)));
+    if (const StoreResult s = store_.write(std::span<const StoreOp>(&op, 1), Durability::kRelaxed); !s.ok()) {
+      dedup_.release(id);
+      continue;
+    }
+    dedup_.insert(id, rec);
+  }
+  add_shared(c_.copied_keys, applied);
+  std::lock_guard<std::mutex> lk(learn_mu_);
+  if (auto it = learning_.find(slot); it != learning_.end()) it->second.keys += applied;
+}
+
+void ChainRuntime::copier_loop() {
+  std::unique_lock<std::mutex> lk(learn_mu_);
+  while (true) {
+    learn_cv_.wait(lk, [&] { return stopping_ || !to_copy_.empty(); });
+    if (stopping_) return;
+    const uint32_t slot = to_copy_.front();
+    to_copy_.pop_front();
+    if (!learning_.count(slot)) continue;  // the table moved on
+    lk.unlock();
+    const std::shared_ptr<const ChainTable> t = view_.get();
+    const int32_t from = slot < t->slots.size() ? t->slots[slot].read_server : -1;
+    std::string err;
+    const bool ok = from >= 0 &&
+                    forwarder_.copy_slot(static_cast<uint32_t>(from), slot, t->version,
+                                         [&](const exo::CopySlotChunk& c) { apply_copy(slot, c); }, &err);
+    lk.lock();
+    auto it = learning_.find(slot);
+    if (it == learning_.end()) continue;
+    if (ok) {
+      it->second.copied = true;
+      it->second.live_keys.clear();
+      add_shared(c_.slots_copied);
+      LOG_INFO("slot %u copied (%llu keys): caught up", slot, static_cast<unsigned long long>(it->second.keys));
+      continue;
+    }
+    LOG_INFO("slot %u copy failed, retrying: %s", slot, from < 0 ? "no read server" : err.c_str());
+    // Retry later; the table may name another read server by then.
+    lk.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    lk.lock();
+    if (learning_.count(slot)) to_copy_.push_back(slot);
+  }
 }
 
 }  // namespace exo::db

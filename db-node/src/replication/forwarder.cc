@@ -20,23 +20,30 @@ GrpcChainForwarder::GrpcChainForwarder(const Cluster& cluster,
 
 GrpcChainForwarder::~GrpcChainForwarder() = default;
 
+GrpcChainForwarder::Peer* GrpcChainForwarder::peer(uint32_t node) {
+  if (node >= peers_.size()) return nullptr;
+  Peer& p = *peers_[node];
+  std::call_once(p.once, [&] {
+    const DbNodeInfo& info = cluster_.db_nodes[node];
+    p.channel = security_->channel(info.grpc, info.name);
+    p.stub = exo::DbNode::NewStub(p.channel);
+  });
+  return &p;
+}
+
 ForwardOutcome GrpcChainForwarder::replicate(uint32_t to, const exo::ReplicateRequest& req,
                                              std::chrono::system_clock::time_point deadline) {
   ForwardOutcome out;
-  if (to >= peers_.size()) {
+  Peer* p = peer(to);
+  if (!p) {
     out.error = "no db node with index " + std::to_string(to);
     return out;
   }
   const DbNodeInfo& node = cluster_.db_nodes[to];
-  Peer& p = *peers_[to];
-  std::call_once(p.once, [&] {
-    p.channel = security_->channel(node.grpc, node.name);
-    p.stub = exo::DbNode::NewStub(p.channel);
-  });
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline);
   exo::ReplicateReply rep;
-  const grpc::Status s = p.stub->Replicate(&ctx, req, &rep);
+  const grpc::Status s = p->stub->Replicate(&ctx, req, &rep);
   if (s.ok()) {
     out.code = ForwardOutcome::kAcked;
     return out;
@@ -46,6 +53,30 @@ ForwardOutcome GrpcChainForwarder::replicate(uint32_t to, const exo::ReplicateRe
   out.error = "Replicate to " + node.name + ": " + std::to_string(s.error_code()) + " " +
               s.error_message();
   return out;
+}
+
+bool GrpcChainForwarder::copy_slot(uint32_t from, uint32_t slot, uint64_t version,
+                                   const std::function<void(const exo::CopySlotChunk&)>& on_chunk,
+                                   std::string* error) {
+  Peer* p = peer(from);
+  if (!p) {
+    *error = "no db node with index " + std::to_string(from);
+    return false;
+  }
+  grpc::ClientContext ctx;
+  // A whole slot at the copy throttle: generous, but a dead source must not hang the copier.
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
+  exo::CopySlotRequest req;
+  req.set_slot(slot);
+  req.set_version(version);
+  std::unique_ptr<grpc::ClientReader<exo::CopySlotChunk>> reader = p->stub->CopySlot(&ctx, req);
+  exo::CopySlotChunk chunk;
+  while (reader->Read(&chunk)) on_chunk(chunk);
+  const grpc::Status s = reader->Finish();
+  if (s.ok()) return true;
+  *error = "CopySlot from " + cluster_.db_nodes[from].name + ": " + std::to_string(s.error_code()) +
+           " " + s.error_message();
+  return false;
 }
 
 }  // namespace exo::db

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,11 @@ class ChainForwarder {
   // Sends `req` to db node `to` (index into the cluster's db_nodes), waiting until `deadline`.
   virtual ForwardOutcome replicate(uint32_t to, const exo::ReplicateRequest& req,
                                    std::chrono::system_clock::time_point deadline) = 0;
+  // Streams `slot` from db node `from` (CopySlot, as a learner with table `version`), calling
+  // `on_chunk` for each chunk. true when the whole slot arrived; else *error says why.
+  virtual bool copy_slot(uint32_t from, uint32_t slot, uint64_t version,
+                         const std::function<void(const exo::CopySlotChunk&)>& on_chunk,
+                         std::string* error) = 0;
 };
 
 class GrpcChainForwarder final : public ChainForwarder {
@@ -43,9 +49,13 @@ class GrpcChainForwarder final : public ChainForwarder {
   ~GrpcChainForwarder() override;
   ForwardOutcome replicate(uint32_t to, const exo::ReplicateRequest& req,
                            std::chrono::system_clock::time_point deadline) override;
+  bool copy_slot(uint32_t from, uint32_t slot, uint64_t version,
+                 const std::function<void(const exo::CopySlotChunk&)>& on_chunk,
+                 std::string* error) override;
 
  private:
   struct Peer;
+  Peer* peer(uint32_t node);
   const Cluster& cluster_;
   std::shared_ptr<const GrpcSecurity> security_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by db node index; never resized
