@@ -86,6 +86,9 @@ class ChainExecutor:
         self._stop = threading.Event()
         self._adopted = False
         self._reapply = False  # reapply_rules() was called: see _housekeeping
+        self._store = None  # chain_store.EtcdChainStore, made on first use (app.failover set later)
+        self.store_saves = 0
+        self.store_failures = 0
         self._busy = threading.Event()
         self._handover_after: dict[str, float] = {}  # learner -> no hand-over try before this time
         # metrics
@@ -247,15 +250,20 @@ class ChainExecutor:
         LOG.warning("chain table %s\n%s", how, cp.describe(table))
         self.table = table
         self.adoptions += 1
-        self._push(cp.PushTable(table))
+        self._push(cp.PushTable(table))  # also saves it in etcd (_save)
         self._moves(cp.rule_moves(table))
         self._adopted = True
 
     def _adoptable(self, answers: dict[str, object]) -> tuple[cp.ChainTable, str]:
-        """The table to adopt from these ChainStatus answers (PlanError: not possible yet)."""
+        """The table to adopt from these ChainStatus answers and what etcd holds (the newer
+        wins; PlanError: not possible yet)."""
         incs = {n: r.incarnation for n, r in answers.items()}
         best = max(answers.values(), key=lambda r: r.table.version, default=None)
-        if best is not None and best.table.version > 0:
+        stored = self._load()
+        if stored is not None and stored.version > (best.table.version if best is not None else 0):
+            table = stored
+            how = f"adopted v{table.version} from etcd"
+        elif best is not None and best.table.version > 0:
             table = cp.from_msg(best.table)
             how = f"adopted v{table.version} from {best.node or '?'}"
         else:
@@ -434,6 +442,48 @@ class ChainExecutor:
         if last:
             self._stop.wait(cp.LEARNER_SETTLE_S)
             self._push_to(table, last, {})
+        self._save()
+
+    # ---------------------------------------------------------------- etcd (chain_store.py)
+
+    def _etcd(self):
+        """The etcd store while this instance runs an election (controller.etcd), else None."""
+        fo = getattr(self.app, "failover", None)
+        if fo is None:
+            return None
+        if self._store is None:
+            from .chain_store import EtcdChainStore
+            self._store = EtcdChainStore(self.cfg, fo)
+        return self._store
+
+    def _load(self) -> Optional[cp.ChainTable]:
+        """What etcd holds (its membership replaces the config's); None without etcd or on error."""
+        store = self._etcd()
+        if store is None:
+            return None
+        try:
+            table, members = store.load()
+        except Exception as err:  # noqa: BLE001 - etcd down or a bad value: the db nodes still know
+            self.store_failures += 1
+            LOG.error("chain table from etcd: %s; adopting from the db nodes", describe(err))
+            return None
+        if members is not None:
+            self.membership = members & set(self.db_nodes)
+        return table
+
+    def _save(self) -> None:
+        store = self._etcd()
+        if store is None:
+            return
+        try:
+            ok = store.save(self.table, self.membership)
+        except Exception as err:  # noqa: BLE001 - counted; the next push writes it again
+            ok = False
+            LOG.error("chain table v%d not saved in etcd: %s", self.table.version, describe(err))
+        if ok:
+            self.store_saves += 1
+        else:
+            self.store_failures += 1
 
     def _push_to(self, table: cp.ChainTable, pending: dict[str, int], once: dict[str, int]) -> None:
         """SetChains to `pending` (retried for PUSH_RETRY_S while failing) and `once` (one try)."""
@@ -500,6 +550,8 @@ class ChainExecutor:
             "chain_cache_reset_failures": float(self.cache_reset_failures),
             "chain_handovers": float(self.handovers),
             "chain_adoptions": float(self.adoptions),
+            "chain_store_saves": float(self.store_saves),
+            "chain_store_failures": float(self.store_failures),
             "db_members": float(len(self.membership)),
             "last_failover_s": float(self.last_failover_s),
             "last_handover_s": float(self.last_handover_s),

@@ -110,6 +110,8 @@ STATS: dict[str, Stat] = {
     "chain_cache_reset_failures": Stat(_C, "cache nodes not reset before a new head took writes"),
     "chain_handovers": Stat(_C, "slots a caught-up learner took over as read server"),
     "chain_adoptions": Stat(_C, "chain tables adopted (start, or becoming master)"),
+    "chain_store_saves": Stat(_C, "chain table and membership written to etcd (controller.etcd)"),
+    "chain_store_failures": Stat(_C, "etcd writes or reads of the chain table that failed (deposed, or etcd unreachable)"),
     "last_failover_s": Stat(_G, "seconds from a db node's first missed heartbeat to its removal confirmed by the switch",
                             prom="last_failover_seconds"),
     "last_handover_s": Stat(_G, "seconds the last hand-over to a caught-up learner took", prom="last_handover_seconds"),

@@ -315,3 +315,39 @@ def test_a_joining_learner_gets_the_table_after_the_nodes_it_copies_from():
     pushes = [e for e in peers.log if e[0] == "push"]
     assert pushes[-1][1] == "d0" and {e[1] for e in pushes[:-1]} == {"d1", "d2"}
     assert clock.t - t >= cp.LEARNER_SETTLE_S
+
+
+class FakeStore:
+    """chain_store.EtcdChainStore's interface, in memory."""
+
+    def __init__(self, table=None, members=None):
+        self.table, self.members, self.saves = table, members, 0
+
+    def load(self):
+        return self.table, self.members
+
+    def save(self, table, members):
+        self.table, self.members = table, set(members)
+        self.saves += 1
+        return True
+
+
+def test_with_etcd_a_new_master_keeps_a_removed_node_out_and_saves_every_push():
+    """controller.etcd: membership and the table survive a failover (chain_store.py). Known-bad
+    without the store: a new master takes the config's members again and d2 would be back."""
+    ex, peers, clock = make()
+    store = FakeStore()
+    ex._store = store
+    ex.app.failover = object()  # an election runs: the store is used
+    ex._adopt()
+    assert store.saves == 1 and store.table.version == 1
+    ex._on_op(types.SimpleNamespace(kind="remove", node="d2", done=__import__("concurrent.futures").futures.Future()))
+    assert "d2" not in ex.membership and store.members == {"d0", "d1"}
+    assert store.table.version == ex.table.version > 1
+    for with_store in (False, True):
+        ex2 = ChainExecutor(cluster(), FakeApp(peers.log), peers, clock)
+        ex2._stop = clock
+        if with_store:
+            ex2._store, ex2.app.failover = store, object()
+        ex2._adopt()
+        assert ("d2" in ex2.membership) is (not with_store)
