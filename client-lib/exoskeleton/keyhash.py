@@ -23,9 +23,6 @@ PREFIX_FORWARDED = 0xAE
 PREFIX_ANY_MASK = 0xEB    # rf 1: one rule per slot matches AA, AE, BA (and the unused BE)
 PREFIX_READ_MASK = 0xFB   # rf > 1 read rule: AA and AE -> the read server
 PREFIX_WRITE_MASK = 0xFF  # rf > 1 write rule: BA only -> the head
-# The rf-1 mask before forwarded GETs had their own prefix (AA and BA only). Nothing matches
-# with it any more; kept while exo_controller.flows still imports it.
-PREFIX_BOTH_MASK = 0xFF & ~(PREFIX_GET ^ PREFIX_OTHER)
 # Every first byte a request of the cluster carries (C++ wire::is_request_mac).
 REQUEST_PREFIXES = (PREFIX_GET, PREFIX_FORWARDED, PREFIX_OTHER)
 

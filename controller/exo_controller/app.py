@@ -650,23 +650,25 @@ class ExoControllerApp(app_manager.OSKenApp):
                      ", ".join(f"{i:#x}" for i in changed[:8]) + (" ..." if len(changed) > 8 else ""))
         note = ""
         if wait and changed:
-            if self._dp is None:
-                note = "switch not connected; queued until it reconnects"
-            else:
-                timeout = DEFAULT_WAIT if timeout is None else timeout
-                deadline = self.clock() + timeout
-                disconnects = self._disconnects
-                while self.updater.chain_pending(changed):
-                    left = deadline - self.clock()
-                    if self._disconnects != disconnects:
-                        note = "switch disconnected before confirming; queued until it reconnects"
-                    elif left <= 0:
-                        note = f"not confirmed by the switch within {timeout:.3g}s; still queued"
-                    else:
-                        self._cond.wait(left)
-                        continue
-                    break
+            note = self._wait_confirmed(lambda: not self.updater.chain_pending(changed), timeout)
         return ChainOutcome(len(changed), not self.updater.chain_pending(changed), note)
+
+    def _wait_confirmed(self, done, timeout: Optional[float]) -> str:
+        """Lock held. Block until done() (the switch confirmed), the switch disconnects, or
+        `timeout` (default DEFAULT_WAIT) passes; "" when done, else why the wait ended."""
+        if self._dp is None:
+            return "switch not connected; queued until it reconnects"
+        timeout = DEFAULT_WAIT if timeout is None else timeout
+        deadline = self.clock() + timeout
+        disconnects = self._disconnects
+        while not done():
+            left = deadline - self.clock()
+            if self._disconnects != disconnects:
+                return "switch disconnected before confirming; queued until it reconnects"
+            if left <= 0:
+                return f"not confirmed by the switch within {timeout:.3g}s; still queued"
+            self._cond.wait(left)
+        return ""
 
     # ------------------------------------------------------------------ API for the gRPC service
 
@@ -691,23 +693,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                 raise SwitchNotConnected(f"switch dpid {self.dpid:#x} is not connected to the controller")
             res = apply()
             self._cond.notify_all()
-            note = ""
-            if wait and self._dp is None:
-                note = "switch not connected; queued until it reconnects"
-            elif wait:
-                timeout = DEFAULT_WAIT if timeout is None else timeout
-                deadline = self.clock() + timeout
-                disconnects = self._disconnects
-                while not self.updater.settled(res.ticket):
-                    left = deadline - self.clock()
-                    if self._disconnects != disconnects:
-                        note = "switch disconnected before confirming; queued until it reconnects"
-                    elif left <= 0:
-                        note = f"not confirmed by the switch within {timeout:.3g}s; still queued"
-                    else:
-                        self._cond.wait(left)
-                        continue
-                    break
+            note = self._wait_confirmed(lambda: self.updater.settled(res.ticket), timeout) if wait else ""
             return self._outcome(res, rules, wait, note)
 
     def _outcome(self, res: UpdateResult, rules: list[CacheRule], waited: bool, note: str) -> RulesOutcome:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Optional
 
 # The key-hash width and request prefixes are defined once, in exoskeleton.keyhash.
-from exoskeleton.keyhash import HASH_BITS, HASH_MASK, PREFIX_ANY_MASK, PREFIX_BOTH_MASK, PREFIX_GET, PREFIX_OTHER  # noqa: F401
+from exoskeleton.keyhash import HASH_BITS, HASH_MASK, PREFIX_ANY_MASK, PREFIX_FORWARDED, PREFIX_GET, PREFIX_OTHER  # noqa: F401
 from exoskeleton.keyhash import REQUEST_IP_SHIFT as IP_SHIFT
 from exoskeleton.keyhash import PREFIX_READ_MASK, PREFIX_WRITE_MASK  # Ruleset 3 at rf > 1
 
@@ -66,7 +66,7 @@ def ip_to_int(ip: str) -> int:
 def int_to_ip(value: int) -> str:
     return ".".join(str(b) for b in (value & 0xFFFF_FFFF).to_bytes(4, "big"))
 
-assert PREFIX_GET & PREFIX_BOTH_MASK == PREFIX_OTHER & PREFIX_BOTH_MASK == PREFIX_GET
+assert PREFIX_GET & PREFIX_ANY_MASK == PREFIX_FORWARDED & PREFIX_ANY_MASK == PREFIX_OTHER & PREFIX_ANY_MASK == PREFIX_GET
 
 RULESET_NODES = 1
 RULESET_CACHE = 2

@@ -25,8 +25,7 @@ grpc::Status ControlService::Replicate(grpc::ServerContext* ctx, const exo::Repl
   std::optional<uint32_t> from;
   if (authz_.checks_on()) {
     const std::string name = caller(ctx);
-    for (uint32_t i = 0; i < cluster_.db_nodes.size(); ++i)
-      if (cluster_.db_nodes[i].name == name) from = i;
+    from = db_index(cluster_, name);
     if (!from) return authz_.refuse(ctx, kMethod, "'" + name + "' is not a db node of this cluster");
   }
   const ReplicaOutcome o = chain_->apply_from_predecessor(*req, from, ctx->deadline());
@@ -77,10 +76,8 @@ grpc::Status ControlService::CopySlot(grpc::ServerContext* ctx, const exo::CopyS
                                       grpc::ServerWriter<exo::CopySlotChunk>* writer) {
   EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.CopySlot");
   if (!chain_) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this node does not replicate");
-  std::optional<uint32_t> from;
   const std::string name = caller(ctx);
-  for (uint32_t i = 0; i < cluster_.db_nodes.size(); ++i)
-    if (cluster_.db_nodes[i].name == name) from = i;
+  const std::optional<uint32_t> from = db_index(cluster_, name);
   if (!from) return authz_.refuse(ctx, kMethod, "'" + name + "' is not a db node of this cluster");
   std::string why;
   if (!chain_->may_copy_to(req->slot(), *from, req->version(), &why))
@@ -105,7 +102,7 @@ grpc::Status ControlService::CopySlot(grpc::ServerContext* ctx, const exo::CopyS
   };
   StoreResult r = store_.scan(Cf::kData, [&](std::string_view k, std::string_view v) {
     if (broken) return;
-    if (((key_hash(bytes_of(k)) & kHashMask) >> (kHashBits - bits)) != req->slot()) return;
+    if (slot_of_hash(key_hash(bytes_of(k)), bits) != req->slot()) return;
     chunk.add_keys(std::string(k));
     chunk.add_values(std::string(v));
     chunk_bytes += k.size() + v.size();
@@ -135,8 +132,7 @@ grpc::Status ControlService::SlotDigest(grpc::ServerContext* ctx, const exo::Slo
   std::string kv;
   // A full scan: an operator's and a test's tool, not a hot path.
   const StoreResult r = store_.scan(Cf::kData, [&](std::string_view k, std::string_view v) {
-    const uint32_t slot =
-        static_cast<uint32_t>((key_hash(bytes_of(k)) & kHashMask) >> (kHashBits - bits));
+    const uint32_t slot = slot_of_hash(key_hash(bytes_of(k)), bits);
     auto it = by_slot.find(slot);
     if (it == by_slot.end()) {
       if (!all) return;

@@ -67,11 +67,7 @@ bool ChainRuntime::table_from(const exo::ChainTableMsg& m, ChainTable* out,
              std::to_string(n_slots);
     return false;
   }
-  const auto index_of = [&](const std::string& name) -> std::optional<uint32_t> {
-    for (uint32_t i = 0; i < cluster_.db_nodes.size(); ++i)
-      if (cluster_.db_nodes[i].name == name) return i;
-    return std::nullopt;
-  };
+  const auto index_of = [&](const std::string& name) { return db_index(cluster_, name); };
   out->version = m.version();
   out->partition_bits = cluster_.partition_bits;
   out->slots.clear();

@@ -31,6 +31,18 @@ enum class ChainRole : uint8_t {
 };
 const char* to_string(ChainRole r);
 
+// The slot of a 40-bit key hash: its top `partition_bits` bits (Ruleset 3's partitions).
+inline uint32_t slot_of_hash(uint64_t hash40, uint32_t partition_bits) {
+  return static_cast<uint32_t>((hash40 & kHashMask) >> (kHashBits - partition_bits));
+}
+
+// The index into cluster.db_nodes of the db node named `name`, if there is one.
+inline std::optional<uint32_t> db_index(const Cluster& cluster, const std::string& name) {
+  for (uint32_t i = 0; i < cluster.db_nodes.size(); ++i)
+    if (cluster.db_nodes[i].name == name) return i;
+  return std::nullopt;
+}
+
 struct SlotChainInfo {
   std::vector<uint32_t> order;  // members (head first), then learners; db node indices
   uint32_t members = 0;         // how many of `order` are members (the rest are learners)
@@ -47,9 +59,7 @@ struct ChainTable {
   // The initial table of `cluster` (its resolved `chains`; the tail reads), version 0.
   static ChainTable from_cluster(const Cluster& cluster);
 
-  uint32_t slot_of(uint64_t hash40) const {
-    return static_cast<uint32_t>((hash40 & kHashMask) >> (kHashBits - partition_bits));
-  }
+  uint32_t slot_of(uint64_t hash40) const { return slot_of_hash(hash40, partition_bits); }
   bool replicated() const;  // any chain longer than one node
   ChainRole role(uint32_t slot, uint32_t node) const;
   bool is_head(uint32_t slot, uint32_t node) const {
