@@ -82,8 +82,15 @@ grpc::Status ControlService::CopySlot(grpc::ServerContext* ctx, const exo::CopyS
   std::string why;
   if (!chain_->may_copy_to(req->slot(), *from, req->version(), &why))
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, why);
-  // The slot's keys from one scan (a RocksDB iterator: one consistent snapshot), in chunks of
-  // at most ~256 KiB, paced to ChainRuntime::kCopyBytesPerSecond; then the outcome records.
+  // The outcome records of recent requests (all slots) first, then the slot's keys, in chunks
+  // of at most ~256 KiB, paced to ChainRuntime::kCopyBytesPerSecond. The order matters: the
+  // learner drops a live write whose request id it already holds a record for (a resend), so
+  // every record it is sent must belong to a write whose data it is also sent. A write's data
+  // and record are one batch, and each scan is its own RocksDB snapshot: a record in the first
+  // scan means the write's data (or a newer value of the key) is in the second. Data first
+  // would let a write land between the scans and reach the learner as a record only: the
+  // learner then answers its live forward "duplicate" without the value, and an acknowledged
+  // write is missing on the node that becomes tail (ChainTest's CopyRecordsBeforeData).
   const uint32_t bits = cluster_.partition_bits;
   constexpr size_t kChunkBytes = 256 << 10;
   exo::CopySlotChunk chunk;
@@ -100,19 +107,19 @@ grpc::Status ControlService::CopySlot(grpc::ServerContext* ctx, const exo::CopyS
     chunk.Clear();
     chunk_bytes = 0;
   };
-  StoreResult r = store_.scan(Cf::kData, [&](std::string_view k, std::string_view v) {
+  StoreResult r = store_.scan(Cf::kRequests, [&](std::string_view k, std::string_view v) {
     if (broken) return;
-    if (slot_of_hash(key_hash(bytes_of(k)), bits) != req->slot()) return;
-    chunk.add_keys(std::string(k));
-    chunk.add_values(std::string(v));
+    chunk.add_record_keys(std::string(k));
+    chunk.add_record_values(std::string(v));
     chunk_bytes += k.size() + v.size();
     if (chunk_bytes >= kChunkBytes) flush();
   });
   if (r.ok())
-    r = store_.scan(Cf::kRequests, [&](std::string_view k, std::string_view v) {
+    r = store_.scan(Cf::kData, [&](std::string_view k, std::string_view v) {
       if (broken) return;
-      chunk.add_record_keys(std::string(k));
-      chunk.add_record_values(std::string(v));
+      if (slot_of_hash(key_hash(bytes_of(k)), bits) != req->slot()) return;
+      chunk.add_keys(std::string(k));
+      chunk.add_values(std::string(v));
       chunk_bytes += k.size() + v.size();
       if (chunk_bytes >= kChunkBytes) flush();
     });

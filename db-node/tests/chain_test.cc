@@ -291,5 +291,45 @@ TEST_F(ChainTest, ALearnerCopiesTheSlotAndThenServesAsTail) {
   EXPECT_EQ(r->status, wire::kBusy);
 }
 
+// The catch-up race that once lost an acknowledged write on a new tail: a write lands at the
+// read server while it streams a slot to a learner, and its forward to the learner fails, so
+// it reaches the learner later, from the resolver. If the copy carried the write's outcome
+// record but not its data (records scanned after the data), the learner took the late forward
+// for a resend, skipped it, and became tail without the value. CopySlot sends records first.
+TEST_F(ChainTest, CopyRecordsBeforeDataSoALateForwardIsNotMistakenForAResend) {
+  push(2, {{{"db0", "db1"}, {}, "db1"}, {{"db1", "db0"}, {}, "db0"}});
+  auto r = send(0, request(wire::kPut, key, "early", 100));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, wire::kOk);
+  // Between the read server's two scans of the copy: a write whose forward to the learner fails.
+  int scans = 0;
+  stores[1]->before_scan = [&](Cf) {
+    if (++scans != 2) return;
+    stores[2]->fail_put = true;
+    EXPECT_FALSE(send(0, request(wire::kPut, key, "late", 101)));  // uncommitted: no reply yet
+    stores[2]->fail_put = false;
+  };
+  push(3, {{{"db0", "db1"}, {"db2"}, "db1"}, {{"db1", "db0"}, {}, "db0"}});
+  exo::ChainStatusReply st;
+  for (int i = 0; i < 100; ++i) {
+    st.Clear();
+    parts[2]->chain.status(&st);
+    if (st.caught_up_size() == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(st.caught_up_size(), 1);
+  ASSERT_EQ(scans, 2);
+  stores[1]->before_scan = nullptr;
+  for (int i = 0; i < 10 && (counter(0, "replication_pending") || counter(1, "replication_pending")); ++i) {
+    parts[1]->resolve_once();
+    parts[0]->resolve_once();
+  }
+  r = send(0, request(wire::kPut, key, "late", 101));  // the client's resend: now answered
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, wire::kOk);
+  EXPECT_EQ(stores[1]->data[key], "late");
+  EXPECT_EQ(stores[2]->data[key], "late");  // the learner, about to become tail, has it too
+}
+
 }  // namespace
 }  // namespace exo::db

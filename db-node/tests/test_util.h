@@ -143,6 +143,9 @@ class FakeStore : public KvStore {
   bool fail_requests = false;               // batches writing Cf::kRequests (the dedup sweep)
   bool fail_begin = false, fail_prepare = false, fail_commit = false, fail_rollback = false;
   bool fail_scan = false;
+  // Called at the start of every scan, before the column family is read (outside the store's
+  // lock): a test's way to land a write between two scans of one caller.
+  std::function<void(Cf)> before_scan;
 
   // Contents, one map per column family (tests read and seed them directly).
   std::map<std::string, std::string> data, marks, requests, txlog;
@@ -196,6 +199,7 @@ class FakeStore : public KvStore {
 
   StoreResult scan(Cf c,
                    const std::function<void(std::string_view, std::string_view)>& fn) override {
+    if (before_scan) before_scan(c);
     std::map<std::string, std::string> copy;
     {
       std::lock_guard<std::mutex> lk(mu_);

@@ -392,12 +392,13 @@ ReplicaOutcome ChainRuntime::apply_from_predecessor(const exo::ReplicateRequest&
       // lock and refuses the next write while one is uncommitted), so the lock is only for a
       // learner's copy of the same key (apply_copy), and never held across the forward.
       CachedKeys::Guard guard = cached_.lock(hash);
-      if (t->role(req.slot(), self_) == ChainRole::kLearner) note_live_write(req.slot(), req.key());
       if (const StoreResult s = store_.write(std::span<const StoreOp>(ops, n)); !s.ok()) {
         add_shared(c_.errors);
         out.error = "store: " + s.error;
         return out;
       }
+      // Noted only once written: a live write that failed must not make the copy skip the key.
+      if (t->role(req.slot(), self_) == ChainRole::kLearner) note_live_write(req.slot(), req.key());
     }
     add_shared(c_.replicated_applied);
     // The record enters the dedup table once the rest of the chain has the write: should this
