@@ -132,6 +132,9 @@
   X(chain_forward_failed, COUNTER,                                                                  \
     "forwards to the next chain member that failed or timed out: the write stays uncommitted "     \
     "here (no reply) until a resend or the replication resolver gets it acknowledged")            \
+  X(chain_batches, COUNTER,                                                                         \
+    "ReplicateBatch calls this node sent as head to a next chain member (chain_writes / "          \
+    "chain_batches: how many of a burst's writes shared one round trip, on average)")              \
   X(replicated_applied, COUNTER, "writes applied from the predecessor's Replicate")                 \
   X(replicated_duplicates, COUNTER,                                                                 \
     "Replicate calls whose request id this node had applied already: passed on, not applied again") \

@@ -14,27 +14,15 @@
 
 namespace exo::db {
 
-grpc::Status ControlService::Replicate(grpc::ServerContext* ctx, const exo::ReplicateRequest* req,
-                                       exo::ReplicateReply* rep) {
-  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.Replicate");
-  if (!chain_)
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this node does not replicate");
-  // Who passes the write: a db node's certificate (allowed_roles = db). With checks off
-  // (security.insecure_dev_mode) nobody is authenticated and any caller is taken as the
-  // predecessor.
-  std::optional<uint32_t> from;
-  if (authz_.checks_on()) {
-    const std::string name = caller(ctx);
-    from = db_index(cluster_, name);
-    if (!from) return authz_.refuse(ctx, kMethod, "'" + name + "' is not a db node of this cluster");
-  }
-  const ReplicaOutcome o = chain_->apply_from_predecessor(*req, from, ctx->deadline());
+namespace {
+
+// What a Replicate or ReplicateBatch outcome is on the wire.
+grpc::Status status_of(const ReplicaOutcome& o, const char* method) {
   switch (o.code) {
     case ReplicaOutcome::kApplied:
-      rep->set_duplicate(o.duplicate);
       return grpc::Status::OK;
     case ReplicaOutcome::kNotPredecessor:
-      LOG_WARN("Replicate refused: %s", o.error.c_str());
+      LOG_WARN("%s refused: %s", method, o.error.c_str());
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, o.error);
     case ReplicaOutcome::kBadRequest:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, o.error);
@@ -42,6 +30,52 @@ grpc::Status ControlService::Replicate(grpc::ServerContext* ctx, const exo::Repl
       break;
   }
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, o.error);
+}
+
+}  // namespace
+
+// Who passes writes: a db node's certificate (allowed_roles = db). With checks off
+// (security.insecure_dev_mode) nobody is authenticated and any caller is taken as the
+// predecessor (*from stays nullopt). False: refused, with *status set.
+bool ControlService::replicate_caller(grpc::ServerContext* ctx,
+                                      const google::protobuf::MethodDescriptor* method,
+                                      std::optional<uint32_t>* from, grpc::Status* status) {
+  if (!chain_) {
+    *status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this node does not replicate");
+    return false;
+  }
+  if (!authz_.checks_on()) return true;
+  const std::string name = caller(ctx);
+  *from = db_index(cluster_, name);
+  if (*from) return true;
+  *status = authz_.refuse(ctx, method, "'" + name + "' is not a db node of this cluster");
+  return false;
+}
+
+grpc::Status ControlService::Replicate(grpc::ServerContext* ctx, const exo::ReplicateRequest* req,
+                                       exo::ReplicateReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.Replicate");
+  std::optional<uint32_t> from;
+  grpc::Status refused;
+  if (!replicate_caller(ctx, kMethod, &from, &refused)) return refused;
+  const ReplicaOutcome o = chain_->apply_from_predecessor(*req, from, ctx->deadline());
+  rep->set_duplicate(o.duplicate);
+  return status_of(o, "Replicate");
+}
+
+grpc::Status ControlService::ReplicateBatch(grpc::ServerContext* ctx,
+                                            const exo::ReplicateBatchRequest* req,
+                                            exo::ReplicateBatchReply* rep) {
+  EXO_AUTHORIZE(authz_, ctx, "exo.DbNode.ReplicateBatch");
+  std::optional<uint32_t> from;
+  grpc::Status refused;
+  if (!replicate_caller(ctx, kMethod, &from, &refused)) return refused;
+  std::vector<const exo::ReplicateRequest*> writes;
+  writes.reserve(req->writes_size());
+  for (const exo::ReplicateRequest& w : req->writes()) writes.push_back(&w);
+  const ReplicaOutcome o = chain_->apply_batch_from_predecessor(writes, from, ctx->deadline());
+  rep->set_duplicates(o.duplicates);
+  return status_of(o, "ReplicateBatch");
 }
 
 grpc::Status ControlService::SetChains(grpc::ServerContext* ctx, const exo::SetChainsRequest* req,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +62,8 @@ class ControlService final : public exo::DbNode::Service {
   // applied but the rest of the chain did not acknowledge), and the per-slot digests.
   grpc::Status Replicate(grpc::ServerContext* ctx, const exo::ReplicateRequest* req,
                          exo::ReplicateReply* rep) override;
+  grpc::Status ReplicateBatch(grpc::ServerContext* ctx, const exo::ReplicateBatchRequest* req,
+                              exo::ReplicateBatchReply* rep) override;
   grpc::Status SlotDigest(grpc::ServerContext* ctx, const exo::SlotDigestRequest* req,
                           exo::SlotDigestReply* rep) override;
   // The controller's table push and heartbeat, and a learner's copy of a slot (control_chain.cc).
@@ -97,6 +100,10 @@ class ControlService final : public exo::DbNode::Service {
   grpc::Status check_cache_node(const grpc::ServerContext* ctx,
                                 const google::protobuf::MethodDescriptor* method,
                                 const std::string& cache_node) const;
+  // Replicate's and ReplicateBatch's caller: a db node of this cluster (its index in *from;
+  // nullopt with checks off). False: refused, *status says why.
+  bool replicate_caller(grpc::ServerContext* ctx, const google::protobuf::MethodDescriptor* method,
+                        std::optional<uint32_t>* from, grpc::Status* status);
 
   Reporter* reporter_;
   ExtraStats extra_stats_;

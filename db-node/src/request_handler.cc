@@ -145,12 +145,25 @@ void RequestHandler::handle_burst(std::span<BurstItem> items) {
         continue;
       case wire::kPut:
       case wire::kDelete:
+        // A second write of a key whose first is still in the burst's batch: the batch goes
+        // first, so the key's writes reach the chain in order and the second need not wait.
+        for (const PendingChained& p : chained_)
+          if (p.hash == hash && p.req.key.size() == req.key.size() &&
+              std::equal(p.req.key.begin(), p.req.key.end(), req.key.begin())) {
+            flush_chained();
+            break;
+          }
+        burst_item_ = &it;
         it.len = handle_write(req, hash, chains.get(),
                               it.out.first(std::min(it.out.size(), max_frame_)));
+        burst_item_ = nullptr;
         continue;
     }
     bump(c_.malformed_dropped);  // unreachable: parse() rejects other opcodes
   }
+  // The writes first: a GET this node serves of a key written in the same burst then sees
+  // either value, both fine for requests outstanding together.
+  flush_chained();
   if (gets_.empty()) return;
   // No stripe lock: a RocksDB read is atomic per key and sees either the old or the new value
   // of a concurrent write, both fine for a request concurrent with that write.

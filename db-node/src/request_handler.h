@@ -102,9 +102,15 @@ class RequestHandler {
   // only the outcome record (a DELETE of a missing key, rec.status NOT_FOUND). Returns 0 (no
   // reply: the client resends) when the rest of the chain did not acknowledge; the write is
   // then left to the chain runtime and `claim` kept, so resends wait for its outcome.
+  // The write is not forwarded here but joins the burst's batch (chained_), answered by
+  // flush_chained() once the rest of the chain acknowledged it; it returns 0 meanwhile.
   size_t write_chained(const wire::FrameView& req, uint64_t hash, const ChainTable& table,
                        const DedupRecord& rec, bool apply_data, DedupClaim& claim,
                        std::span<uint8_t> out);
+  // Forwards the burst's batched chained writes (ChainRuntime::forward_batch: one round trip
+  // per next node instead of one per write) and answers each one the chain acknowledged. One
+  // not acknowledged stays uncommitted, the resolver's, and unanswered (the client resends).
+  void flush_chained();
   // The two-phase write of a key `cache_node` holds (write_cached.cc: the shell of the
   // coordinator's CachedWrite). `guard` is the key's stripe lock; `rec` is the dedup record to
   // keep if the write is applied. Empty when the key turned out untracked (settling its
@@ -141,6 +147,17 @@ class RequestHandler {
   std::vector<std::string> get_values_;
   std::vector<StoreResult> get_results_;
   Sampler sampler_;     // which GETs feed ctx_.hot_keys
+  // The burst's chained writes applied here and waiting for flush_chained() (write_chained).
+  struct PendingChained {
+    BurstItem* item;            // its reply goes to item->out, its length to item->len
+    wire::FrameView req;        // points into the burst's frame
+    uint64_t hash;
+    RequestId id;
+    uint8_t status;             // OK, or NOT_FOUND for a DELETE of a missing key
+    exo::ReplicateRequest fwd;  // what goes down the chain
+  };
+  std::vector<PendingChained> chained_;
+  BurstItem* burst_item_ = nullptr;  // the item handle_burst is working on (write_chained's)
 };
 
 }  // namespace exo::db

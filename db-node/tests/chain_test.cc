@@ -85,6 +85,35 @@ class ChainTest : public ::testing::Test {
     EXPECT_EQ(wire::parse(std::span<const uint8_t>(out_.data(), n), r), wire::ParseError::kNone);
     return r;
   }
+  // Db node `i` handles `frames` as one received burst (the packet loop's path); the reply to
+  // each, or nullopt. The replies stay valid until the next send or send_burst.
+  std::vector<std::optional<wire::FrameView>> send_burst(int i, const std::vector<std::vector<uint8_t>>& frames) {
+    burst_out_.assign(frames.size(), std::vector<uint8_t>(16384, 0));
+    std::vector<BurstItem> items;
+    for (size_t f = 0; f < frames.size(); ++f)
+      items.push_back(BurstItem{frames[f], burst_out_[f]});
+    lanes[i].handler->handle_burst(items);
+    std::vector<std::optional<wire::FrameView>> out;
+    for (size_t f = 0; f < items.size(); ++f) {
+      if (items[f].len == 0) {
+        out.emplace_back(std::nullopt);
+        continue;
+      }
+      wire::FrameView r{};
+      EXPECT_EQ(wire::parse(std::span<const uint8_t>(burst_out_[f].data(), items[f].len), r), wire::ParseError::kNone);
+      out.emplace_back(r);
+    }
+    return out;
+  }
+  // `n` keys of slot `slot` (db0 heads slot 0, db1 slot 1).
+  std::vector<std::string> keys_of_slot(uint32_t slot, size_t n) {
+    std::vector<std::string> keys;
+    for (int i = 0; keys.size() < n; ++i) {
+      const std::string k = "batch" + std::to_string(i);
+      if (cluster.owner_index(key_hash(B(k))) == slot) keys.push_back(k);
+    }
+    return keys;
+  }
   uint64_t counter(int i, const char* name) {
     for (const auto& [n, v] : parts[i]->service.counters())
       if (n == name) return v;
@@ -99,6 +128,7 @@ class ChainTest : public ::testing::Test {
   std::vector<NodeLane> lanes;
   std::string key;
   std::vector<uint8_t> out_;
+  std::vector<std::vector<uint8_t>> burst_out_;
 };
 
 TEST_F(ChainTest, AnAcknowledgedWriteIsOnEveryMemberAndOnlyTheTailServesIt) {
@@ -329,6 +359,79 @@ TEST_F(ChainTest, CopyRecordsBeforeDataSoALateForwardIsNotMistakenForAResend) {
   EXPECT_EQ(r->status, wire::kOk);
   EXPECT_EQ(stores[1]->data[key], "late");
   EXPECT_EQ(stores[2]->data[key], "late");  // the learner, about to become tail, has it too
+}
+
+// A burst's writes share one round trip (write_chained.cc): one ReplicateBatch per next node,
+// each write answered OK only once every member has it.
+TEST_F(ChainTest, ABurstsWritesGoDownTheChainInOneBatchAndAreAllAnswered) {
+  const std::vector<std::string> keys = keys_of_slot(0, 8);
+  std::vector<std::vector<uint8_t>> frames;
+  for (size_t i = 0; i < keys.size(); ++i)
+    frames.push_back(request(wire::kPut, keys[i], "b" + keys[i], 50 + static_cast<uint32_t>(i)));
+  const auto replies = send_burst(0, frames);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(replies[i]) << keys[i];
+    EXPECT_EQ(replies[i]->status, wire::kOk) << keys[i];
+    for (int n = 0; n < 3; ++n) EXPECT_EQ(stores[n]->data[keys[i]], "b" + keys[i]) << "db" << n;
+  }
+  EXPECT_EQ(counter(0, "chain_writes"), keys.size());
+  EXPECT_EQ(counter(0, "chain_batches"), 1u);
+  EXPECT_EQ(counter(0, "replication_pending"), 0u);
+  EXPECT_EQ(counter(2, "replicated_applied"), keys.size());
+}
+
+// Two writes of one key in a burst: the batch holding the first is sent before the second is
+// applied, so every member ends with the second and both are answered.
+TEST_F(ChainTest, TwoWritesOfAKeyInABurstReachEveryMemberInOrder) {
+  const auto replies = send_burst(0, {request(wire::kPut, key, "first", 60), request(wire::kPut, key, "second", 61)});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(replies[i]) << i;
+    EXPECT_EQ(replies[i]->status, wire::kOk) << i;
+  }
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(stores[n]->data[key], "second") << "db" << n;
+  EXPECT_EQ(counter(0, "chain_batches"), 2u);
+}
+
+// A batch the chain does not acknowledge: no write of it is answered, each stays uncommitted
+// and is the resolver's, and the resends are answered once it got them through.
+TEST_F(ChainTest, AnUnacknowledgedBatchIsAnsweredOnlyOnceTheResolverGotItThrough) {
+  const std::vector<std::string> keys = keys_of_slot(0, 4);
+  std::vector<std::vector<uint8_t>> frames;
+  for (size_t i = 0; i < keys.size(); ++i)
+    frames.push_back(request(wire::kPut, keys[i], "u", 70 + static_cast<uint32_t>(i)));
+  stores[2]->fail_put = true;
+  for (const auto& r : send_burst(0, frames)) EXPECT_FALSE(r);
+  EXPECT_EQ(counter(0, "replication_pending"), keys.size());
+  stores[2]->fail_put = false;
+  EXPECT_EQ(parts[0]->resolve_once(), keys.size());
+  for (const auto& r : send_burst(0, frames)) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, wire::kOk);
+  }
+  for (const std::string& k : keys) EXPECT_EQ(stores[2]->data[k], "u") << k;
+  EXPECT_EQ(counter(1, "replicated_applied"), keys.size());  // never applied twice
+}
+
+// Known-bad: a batch from a node that is not the receiver's predecessor for one of its slots.
+// Refused whole: not even the writes of the slot it is the predecessor of are applied.
+TEST_F(ChainTest, ABatchWithOneWriteFromANonPredecessorIsRefusedWhole) {
+  // db0 -> db1 is slot 0's link; slot 1's chain is db1 -> db2 -> db0, so db0 is not db1's
+  // predecessor there.
+  const std::string k0 = keys_of_slot(0, 1)[0], k1 = keys_of_slot(1, 1)[0];
+  const ChainTable& t = *parts[0]->chain.table();
+  exo::ReplicateBatchRequest batch;
+  *batch.add_writes() = parts[0]->chain.make_request(t, 0, RequestId{2, 1}, true, false, B(k0), B("x"), DedupRecord{});
+  *batch.add_writes() = parts[0]->chain.make_request(t, 1, RequestId{2, 2}, true, false, B(k1), B("x"), DedupRecord{});
+  auto stub = exo::DbNode::NewStub(
+      exo::GrpcSecurity::load(cluster, "db0")->channel(cluster.db_nodes[1].grpc, "db1"));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  exo::ReplicateBatchReply rep;
+  const grpc::Status s = stub->ReplicateBatch(&ctx, batch, &rep);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_EQ(stores[1]->data.count(k0), 0u);
+  EXPECT_EQ(stores[1]->data.count(k1), 0u);
+  EXPECT_EQ(counter(1, "replicate_refused"), 1u);
 }
 
 }  // namespace

@@ -151,13 +151,15 @@ std::vector<grpc::Status> call_every_rpc(exo::DbNode::Stub& stub) {
   exo::SlotDigestReply sd;
   exo::SetChainsReply sc;
   exo::ChainStatusReply cs;
-  grpc::ClientContext c[10];
+  exo::ReplicateBatchReply rb;
+  grpc::ClientContext c[11];
   for (auto& ctx : c) ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   std::vector<grpc::Status> out = {
       stub.Fetch(&c[0], {}, &f), stub.Evict(&c[1], {}, &e), stub.Stats(&c[2], {}, &st),
       stub.HotKeys(&c[3], {}, &hk), stub.ForgetCacheNode(&c[4], {}, &fg),
       stub.Replicate(&c[5], {}, &rp), stub.SlotDigest(&c[6], {}, &sd),
-      stub.SetChains(&c[7], {}, &sc), stub.ChainStatus(&c[8], {}, &cs)};
+      stub.SetChains(&c[7], {}, &sc), stub.ChainStatus(&c[8], {}, &cs),
+      stub.ReplicateBatch(&c[10], {}, &rb)};
   exo::CopySlotChunk chunk;
   auto reader = stub.CopySlot(&c[9], {});
   while (reader->Read(&chunk)) {

@@ -269,6 +269,62 @@ ForwardOutcome ChainRuntime::forward_by(const exo::ReplicateRequest& req,
   return f;
 }
 
+std::vector<bool> ChainRuntime::forward_batch(std::span<const exo::ReplicateRequest* const> reqs) {
+  std::string err;
+  std::vector<bool> acked = forward_batch_by(reqs, std::chrono::system_clock::now() + kForwardDeadline,
+                                             /*as_head=*/true, &err);
+  if (!err.empty()) LOG_DEBUG("a burst's batch was not acknowledged by the chain: %s", err.c_str());
+  return acked;
+}
+
+std::vector<bool> ChainRuntime::forward_batch_by(std::span<const exo::ReplicateRequest* const> reqs,
+                                                 std::chrono::system_clock::time_point deadline,
+                                                 bool as_head, std::string* error) {
+  std::vector<bool> acked(reqs.size(), false);
+  const std::shared_ptr<const ChainTable> t = view_.get();
+  // One batch per next node, each in the order given (a burst has a handful of them at most).
+  std::vector<std::pair<uint32_t, std::vector<size_t>>> by_next;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const uint32_t slot = reqs[i]->slot();
+    if (slot >= t->slots.size() || t->role(slot, self_) == ChainRole::kNone) {
+      *error = "this node is no longer in slot " + std::to_string(slot) + "'s chain";
+      continue;
+    }
+    const std::optional<uint32_t> next = t->successor(slot, self_);
+    if (!next) {
+      acked[i] = true;  // the last in the chain
+      continue;
+    }
+    auto g = std::find_if(by_next.begin(), by_next.end(), [&](const auto& p) { return p.first == *next; });
+    if (g == by_next.end()) g = by_next.insert(by_next.end(), {*next, {}});
+    g->second.push_back(i);
+  }
+  for (const auto& [next, writes] : by_next) {
+    exo::ReplicateBatchRequest batch;
+    for (size_t i : writes) *batch.add_writes() = *reqs[i];
+    const ForwardOutcome f = forwarder_.replicate_batch(next, batch, deadline);
+    if (as_head) add_shared(c_.chain_batches);
+    if (f.code == ForwardOutcome::kAcked) {
+      for (size_t i : writes) acked[i] = true;
+      continue;
+    }
+    add_shared(c_.chain_forward_failed, writes.size());
+    *error = f.error;
+  }
+  return acked;
+}
+
+void ChainRuntime::defer_batched(UncommittedWrite w) {
+  w.in_batch = true;
+  defer(std::move(w));
+}
+
+std::optional<UncommittedWrite> ChainRuntime::take(std::string_view key, const RequestId& id) {
+  std::optional<UncommittedWrite> w = uncommitted_.take(key, id);
+  set_gauge(c_.replication_pending, uncommitted_.size());
+  return w;
+}
+
 void ChainRuntime::complete(UncommittedWrite& w) {
   if (w.txn) {
     // The write is at the read server already: failing to commit it here cannot be answered
@@ -334,90 +390,118 @@ size_t ChainRuntime::resolve_once() {
 ReplicaOutcome ChainRuntime::apply_from_predecessor(const exo::ReplicateRequest& req,
                                                     std::optional<uint32_t> caller,
                                                     std::chrono::system_clock::time_point deadline) {
+  const exo::ReplicateRequest* one[] = {&req};
+  return apply_batch_from_predecessor(one, caller, deadline);
+}
+
+ReplicaOutcome ChainRuntime::apply_batch_from_predecessor(
+    std::span<const exo::ReplicateRequest* const> reqs, std::optional<uint32_t> caller,
+    std::chrono::system_clock::time_point deadline) {
   ReplicaOutcome out;
   const std::shared_ptr<const ChainTable> t = view_.get();
-  DedupRecord record;
-  if (req.slot() >= t->slots.size() || req.key().empty() || req.key().size() > wire::kMaxKeyLen ||
-      t->slot_of(key_hash(bytes_of(req.key()))) != req.slot() ||
-      !decode_dedup(req.dedup_record(), &record)) {
-    out.code = ReplicaOutcome::kBadRequest;
-    out.error = "malformed Replicate (slot " + std::to_string(req.slot()) + ")";
-    return out;
-  }
-  // Only the node before this one may pass it writes: a stale or forged forward could
-  // otherwise put a value here that the head never ordered (design 3.1, "Transport"). A node
-  // with no pushed table yet takes nothing (4.1).
-  const std::optional<uint32_t> pred = active() ? t->predecessor(req.slot(), self_) : std::nullopt;
-  if (!pred || (caller && *caller != *pred)) {
-    add_shared(c_.replicate_refused);
-    out.code = ReplicaOutcome::kNotPredecessor;
-    out.error = "not this node's predecessor for slot " + std::to_string(req.slot()) +
-                " (table version " + std::to_string(t->version) + ")";
-    return out;
-  }
-  const uint64_t hash = key_hash(bytes_of(req.key()));
-  const RequestId id{req.client_id(), req.request_seq()};
-  const DedupTable::Lookup seen = dedup_.claim(id, wall_ms_());
-  if (seen.kind == DedupTable::Lookup::kInFlight) {
-    // Applied here before, not acknowledged downstream yet (it is in the uncommitted list), or
-    // another copy is being applied right now. One more forward of the list's entry now.
-    CachedKeys::Guard guard = cached_.lock(hash);
-    if (uncommitted_.has(req.key()) && settle(guard, req.key())) {
-      out.code = ReplicaOutcome::kApplied;
-      out.duplicate = true;
+  std::vector<DedupRecord> records(reqs.size());
+  // Every write checked before any is applied: a refused or malformed batch changes nothing.
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const exo::ReplicateRequest& req = *reqs[i];
+    if (req.slot() >= t->slots.size() || req.key().empty() || req.key().size() > wire::kMaxKeyLen ||
+        t->slot_of(key_hash(bytes_of(req.key()))) != req.slot() ||
+        !decode_dedup(req.dedup_record(), &records[i])) {
+      out.code = ReplicaOutcome::kBadRequest;
+      out.error = "malformed Replicate (write " + std::to_string(i) + ", slot " +
+                  std::to_string(req.slot()) + ")";
       return out;
     }
-    out.error = "this write is applied here but not acknowledged downstream yet";
-    return out;
+    // Only the node before this one may pass it writes: a stale or forged forward could
+    // otherwise put a value here that the head never ordered (design 3.1, "Transport"). A node
+    // with no pushed table yet takes nothing (4.1).
+    const std::optional<uint32_t> pred = active() ? t->predecessor(req.slot(), self_) : std::nullopt;
+    if (!pred || (caller && *caller != *pred)) {
+      add_shared(c_.replicate_refused);
+      out.code = ReplicaOutcome::kNotPredecessor;
+      out.error = "not this node's predecessor for slot " + std::to_string(req.slot()) +
+                  " (table version " + std::to_string(t->version) + ")";
+      return out;
+    }
   }
-  UncommittedWrite w;
-  w.hash = hash;
-  w.id = id;
-  w.record = record;
-  w.req = req;
-  if (seen.kind == DedupTable::Lookup::kAnswered) {
-    out.duplicate = true;
-    add_shared(c_.replicated_duplicates);
-  } else {
-    DedupClaim claim(dedup_, id);
-    const std::string dedup_key = request_key(id);
-    StoreOp ops[2];
-    size_t n = 0;
-    if (req.apply_data())
-      ops[n++] = req.is_delete() ? StoreOp::del(Cf::kData, bytes_of(req.key()))
-                                 : StoreOp::put(Cf::kData, bytes_of(req.key()), bytes_of(req.value()));
-    ops[n++] = StoreOp::put(Cf::kRequests, bytes_of(dedup_key), bytes_of(req.dedup_record()));
-    {
+  bool uncertain = false;
+  std::vector<const exo::ReplicateRequest*> onward;  // passed on, in order
+  std::vector<size_t> onward_of;                     // onward[j] is reqs[onward_of[j]]
+  std::vector<bool> fresh;                           // applied now (else a resend)
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const exo::ReplicateRequest& req = *reqs[i];
+    const uint64_t hash = key_hash(bytes_of(req.key()));
+    const RequestId id{req.client_id(), req.request_seq()};
+    const DedupTable::Lookup seen = dedup_.claim(id, wall_ms_());
+    if (seen.kind == DedupTable::Lookup::kInFlight) {
+      // Applied here before, not acknowledged downstream yet (it is in the uncommitted list),
+      // or another copy is being applied right now. One more forward of the list's entry now.
+      CachedKeys::Guard guard = cached_.lock(hash);
+      if (uncommitted_.has(req.key()) && settle(guard, req.key())) {
+        ++out.duplicates;
+        continue;
+      }
+      uncertain = true;
+      out.error = "a write is applied here but not acknowledged downstream yet";
+      continue;
+    }
+    if (seen.kind == DedupTable::Lookup::kAnswered) {
+      ++out.duplicates;
+      add_shared(c_.replicated_duplicates);
+    } else {
+      DedupClaim claim(dedup_, id);
+      const std::string dedup_key = request_key(id);
+      StoreOp ops[2];
+      size_t n = 0;
+      if (req.apply_data())
+        ops[n++] = req.is_delete() ? StoreOp::del(Cf::kData, bytes_of(req.key()))
+                                   : StoreOp::put(Cf::kData, bytes_of(req.key()), bytes_of(req.value()));
+      ops[n++] = StoreOp::put(Cf::kRequests, bytes_of(dedup_key), bytes_of(req.dedup_record()));
       // At most one write of a key is in the chain at a time (the head holds the key's stripe
       // lock and refuses the next write while one is uncommitted), so the lock is only for a
       // learner's copy of the same key (apply_copy), and never held across the forward.
       CachedKeys::Guard guard = cached_.lock(hash);
-      if (const StoreResult s = store_.write(std::span<const StoreOp>(ops, n)); !s.ok()) {
+      if (const StoreResult st = store_.write(std::span<const StoreOp>(ops, n)); !st.ok()) {
         add_shared(c_.errors);
-        out.error = "store: " + s.error;
-        return out;
+        uncertain = true;
+        out.error = "store: " + st.error;
+        continue;  // not applied here: not passed on either (the claim is released)
       }
       // Noted only once written: a live write that failed must not make the copy skip the key.
       if (t->role(req.slot(), self_) == ChainRole::kLearner) note_live_write(req.slot(), req.key());
+      add_shared(c_.replicated_applied);
+      // The record enters the dedup table once the rest of the chain has the write: should this
+      // node become the head, a resend must wait for that rather than be answered at once.
+      claim.keep();
     }
-    add_shared(c_.replicated_applied);
-    // The record enters the dedup table once the rest of the chain has the write: should this
-    // node become the head, a resend must wait for that rather than be answered at once.
-    claim.keep();
+    // Passed on even when it is a resend: the successor may not have it yet.
+    onward.push_back(&req);
+    onward_of.push_back(i);
+    fresh.push_back(seen.kind == DedupTable::Lookup::kNew);
   }
-  // Passed on even when it is a resend: the successor may not have it yet.
-  const ForwardOutcome f = forward_by(req, deadline - std::chrono::milliseconds(20));
-  if (f.code == ForwardOutcome::kAcked) {
-    if (!out.duplicate) dedup_.insert(id, record);
-    out.code = ReplicaOutcome::kApplied;
-    return out;
+  std::string err;
+  const std::vector<bool> acked =
+      forward_batch_by(onward, deadline - std::chrono::milliseconds(20), /*as_head=*/false, &err);
+  for (size_t j = 0; j < onward.size(); ++j) {
+    const exo::ReplicateRequest& req = *onward[j];
+    const RequestId id{req.client_id(), req.request_seq()};
+    if (acked[j]) {
+      if (fresh[j]) dedup_.insert(id, records[onward_of[j]]);
+      continue;
+    }
+    uncertain = true;
+    out.error = err;
+    if (!fresh[j]) continue;
+    // Applied here, not through: the resolver passes it on (to whoever is the successor by then).
+    UncommittedWrite w;
+    w.hash = key_hash(bytes_of(req.key()));
+    w.id = id;
+    w.record = records[onward_of[j]];
+    w.req = req;
+    CachedKeys::Guard guard = cached_.lock(w.hash);
+    defer(std::move(w));
   }
-  if (!out.duplicate) {
-    CachedKeys::Guard guard = cached_.lock(hash);
-    defer(std::move(w));  // the resolver passes it on (to whoever is the successor by then)
-  }
-  out.code = ReplicaOutcome::kUncertain;  // applied here; the head resends
-  out.error = f.error;
+  out.duplicate = !reqs.empty() && out.duplicates == reqs.size();
+  out.code = uncertain ? ReplicaOutcome::kUncertain : ReplicaOutcome::kApplied;  // uncertain: the head resends
   return out;
 }
 

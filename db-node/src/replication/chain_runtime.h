@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -49,7 +50,8 @@ struct ReplicaOutcome {
     kUncertain,       // a store error, a copy in flight, or the rest of the chain did not answer
   };
   Code code = kUncertain;
-  bool duplicate = false;  // the request id was applied here before
+  bool duplicate = false;  // the request id was applied here before (every write, in a batch)
+  uint32_t duplicates = 0;  // how many of a batch's writes were
   std::string error;
 };
 
@@ -104,6 +106,18 @@ class ChainRuntime {
   // Passes `req` to this node's successor in its slot's chain; kAcked at once when this node
   // is the last member with no learner.
   ForwardOutcome forward(const exo::ReplicateRequest& req);
+  // A burst's writes (RequestHandler::flush_chained): each of `reqs` passed to this node's
+  // successor in its slot's chain, one ReplicateBatch per successor. Per write: whether the
+  // rest of the chain acknowledged it.
+  std::vector<bool> forward_batch(std::span<const exo::ReplicateRequest* const> reqs);
+  // A write applied here whose forward is in a burst's batch: uncommitted (the key's next
+  // write waits for it) but not the resolver's until unbatch() or take() for it.
+  void defer_batched(UncommittedWrite w);
+  // Caller holds the key's stripe lock. The key's uncommitted write if it is still request
+  // `id`'s (nullopt: another thread got it through or dropped it meanwhile).
+  std::optional<UncommittedWrite> take(std::string_view key, const RequestId& id);
+  // The batch did not get `id`'s write through: it is the resolver's from now on.
+  void unbatch(std::string_view key, const RequestId& id) { uncommitted_.unbatch(key, id); }
   // The chain acknowledged `w`: its outcome enters the dedup table (resends now get it), and a
   // cached key's prepared transaction commits and its Commit goes to the resolver.
   void complete(UncommittedWrite& w);
@@ -128,6 +142,12 @@ class ChainRuntime {
   ReplicaOutcome apply_from_predecessor(const exo::ReplicateRequest& req,
                                         std::optional<uint32_t> caller,
                                         std::chrono::system_clock::time_point deadline);
+  // The same for a predecessor's ReplicateBatch, in order. Every write is checked before any is
+  // applied (a refused or malformed batch changes nothing); kApplied only when every write
+  // reached the end of its chain, else kUncertain (the ones applied here are deferred).
+  ReplicaOutcome apply_batch_from_predecessor(std::span<const exo::ReplicateRequest* const> reqs,
+                                              std::optional<uint32_t> caller,
+                                              std::chrono::system_clock::time_point deadline);
   // Applies one chunk of a slot copy: keys written live since this node became a learner of
   // the slot are newer than the copy's and are skipped.
   void apply_copy(uint32_t slot, const exo::CopySlotChunk& chunk);
@@ -135,6 +155,11 @@ class ChainRuntime {
  private:
   ForwardOutcome forward_by(const exo::ReplicateRequest& req,
                             std::chrono::system_clock::time_point deadline);
+  // forward_batch's work, by `deadline`; `as_head` counts chain_batches. *error: the last
+  // failure's reason.
+  std::vector<bool> forward_batch_by(std::span<const exo::ReplicateRequest* const> reqs,
+                                     std::chrono::system_clock::time_point deadline, bool as_head,
+                                     std::string* error);
   // Drops an uncommitted write of a slot this node no longer belongs to: whatever the chain
   // has of it, the client's resend reaches the slot's head now.
   void abandon(UncommittedWrite& w);

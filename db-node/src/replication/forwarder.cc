@@ -31,28 +31,48 @@ GrpcChainForwarder::Peer* GrpcChainForwarder::peer(uint32_t node) {
   return &p;
 }
 
-ForwardOutcome GrpcChainForwarder::replicate(uint32_t to, const exo::ReplicateRequest& req,
-                                             std::chrono::system_clock::time_point deadline) {
+namespace {
+
+// What a Replicate or ReplicateBatch status means for the writes it carried.
+ForwardOutcome outcome_of(const grpc::Status& s, const std::string& what) {
   ForwardOutcome out;
-  Peer* p = peer(to);
-  if (!p) {
-    out.error = "no db node with index " + std::to_string(to);
-    return out;
-  }
-  const DbNodeInfo& node = cluster_.db_nodes[to];
-  grpc::ClientContext ctx;
-  ctx.set_deadline(deadline);
-  exo::ReplicateReply rep;
-  const grpc::Status s = p->stub->Replicate(&ctx, req, &rep);
   if (s.ok()) {
     out.code = ForwardOutcome::kAcked;
     return out;
   }
   out.code = s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ? ForwardOutcome::kRefused
                                                                       : ForwardOutcome::kUncertain;
-  out.error = "Replicate to " + node.name + ": " + std::to_string(s.error_code()) + " " +
-              s.error_message();
+  out.error = what + ": " + std::to_string(s.error_code()) + " " + s.error_message();
   return out;
+}
+
+ForwardOutcome no_such_node(uint32_t to) {
+  ForwardOutcome out;
+  out.error = "no db node with index " + std::to_string(to);
+  return out;
+}
+
+}  // namespace
+
+ForwardOutcome GrpcChainForwarder::replicate(uint32_t to, const exo::ReplicateRequest& req,
+                                             std::chrono::system_clock::time_point deadline) {
+  Peer* p = peer(to);
+  if (!p) return no_such_node(to);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline);
+  exo::ReplicateReply rep;
+  return outcome_of(p->stub->Replicate(&ctx, req, &rep), "Replicate to " + cluster_.db_nodes[to].name);
+}
+
+ForwardOutcome GrpcChainForwarder::replicate_batch(uint32_t to, const exo::ReplicateBatchRequest& batch,
+                                                   std::chrono::system_clock::time_point deadline) {
+  Peer* p = peer(to);
+  if (!p) return no_such_node(to);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline);
+  exo::ReplicateBatchReply rep;
+  return outcome_of(p->stub->ReplicateBatch(&ctx, batch, &rep),
+                    "ReplicateBatch to " + cluster_.db_nodes[to].name);
 }
 
 bool GrpcChainForwarder::copy_slot(uint32_t from, uint32_t slot, uint64_t version,

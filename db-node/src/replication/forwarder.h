@@ -34,6 +34,10 @@ class ChainForwarder {
   // Sends `req` to db node `to` (index into the cluster's db_nodes), waiting until `deadline`.
   virtual ForwardOutcome replicate(uint32_t to, const exo::ReplicateRequest& req,
                                    std::chrono::system_clock::time_point deadline) = 0;
+  // Sends a burst's writes for the same next node `to` in one call (ReplicateBatch). kAcked:
+  // every write reached the end of its chain; anything else holds for every write.
+  virtual ForwardOutcome replicate_batch(uint32_t to, const exo::ReplicateBatchRequest& batch,
+                                         std::chrono::system_clock::time_point deadline) = 0;
   // Streams `slot` from db node `from` (CopySlot, as a learner with table `version`), calling
   // `on_chunk` for each chunk. true when the whole slot arrived; else *error says why.
   virtual bool copy_slot(uint32_t from, uint32_t slot, uint64_t version,
@@ -49,6 +53,8 @@ class GrpcChainForwarder final : public ChainForwarder {
   ~GrpcChainForwarder() override;
   ForwardOutcome replicate(uint32_t to, const exo::ReplicateRequest& req,
                            std::chrono::system_clock::time_point deadline) override;
+  ForwardOutcome replicate_batch(uint32_t to, const exo::ReplicateBatchRequest& batch,
+                                 std::chrono::system_clock::time_point deadline) override;
   bool copy_slot(uint32_t from, uint32_t slot, uint64_t version,
                  const std::function<void(const exo::CopySlotChunk&)>& on_chunk,
                  std::string* error) override;

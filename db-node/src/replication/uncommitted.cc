@@ -22,11 +22,27 @@ std::optional<UncommittedWrite> UncommittedWrites::take(std::string_view key) {
   return w;
 }
 
-std::vector<std::pair<std::string, uint64_t>> UncommittedWrites::keys() const {
+std::optional<UncommittedWrite> UncommittedWrites::take(std::string_view key, const RequestId& id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = by_key_.find(std::string(key));
+  if (it == by_key_.end() || !(it->second.id == id)) return std::nullopt;
+  UncommittedWrite w = std::move(it->second);
+  by_key_.erase(it);
+  return w;
+}
+
+void UncommittedWrites::unbatch(std::string_view key, const RequestId& id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = by_key_.find(std::string(key));
+  if (it != by_key_.end() && it->second.id == id) it->second.in_batch = false;
+}
+
+std::vector<std::pair<std::string, uint64_t>> UncommittedWrites::keys(bool with_batched) const {
   std::lock_guard<std::mutex> lk(mu_);
   std::vector<std::pair<std::string, uint64_t>> out;
   out.reserve(by_key_.size());
-  for (const auto& [k, w] : by_key_) out.emplace_back(k, w.hash);
+  for (const auto& [k, w] : by_key_)
+    if (with_batched || !w.in_batch) out.emplace_back(k, w.hash);
   return out;
 }
 

@@ -32,6 +32,10 @@ struct UncommittedWrite {
   std::unique_ptr<StoreTxn> txn;
   std::string cache_node;
   uint64_t txid = 0;
+  // Being forwarded in a head's burst batch (RequestHandler::flush_chained): the resolver
+  // leaves it alone until the batch's answer is in, so a loaded head does not forward every
+  // write of its bursts twice.
+  bool in_batch = false;
 };
 
 class UncommittedWrites {
@@ -39,7 +43,12 @@ class UncommittedWrites {
   bool has(std::string_view key) const;
   void put(UncommittedWrite w);  // replaces an entry of the same key
   std::optional<UncommittedWrite> take(std::string_view key);
-  std::vector<std::pair<std::string, uint64_t>> keys() const;  // (key, hash)
+  // The key's entry only if it is request `id`'s (the key may have moved on to a later write).
+  std::optional<UncommittedWrite> take(std::string_view key, const RequestId& id);
+  // Clears `in_batch` of the key's entry if it is `id`'s: the resolver's again.
+  void unbatch(std::string_view key, const RequestId& id);
+  // (key, hash) of every entry; without the ones in a batch unless `with_batched`.
+  std::vector<std::pair<std::string, uint64_t>> keys(bool with_batched = false) const;
   size_t size() const;
 
  private:
