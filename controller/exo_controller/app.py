@@ -75,6 +75,11 @@ class SwitchTimeout(SwitchError):
     pass
 
 
+class StateNotStored(SwitchError):
+    """With controller.etcd: the desired state could not be written to etcd (book_store.py,
+    ratewin_store.py), so the change was not made (etcd unreachable, or no longer master)."""
+
+
 @dataclass
 class _Waiter:
     """One outstanding barrier or multipart request."""
@@ -121,6 +126,11 @@ class ExoControllerApp(app_manager.OSKenApp):
         # controller without etcd, which adopts every connection at once as before.
         self.leadership: Leadership = kwargs.pop("leadership", None) or Leadership("controller", single=True)
         self.failover = None  # set by main.py when controller.etcd is configured
+        # The desired state in etcd (failover.Failover sets them; None without controller.etcd):
+        # the Ruleset 2 book (book_store.py) and the rate-window record (ratewin_store.py).
+        self.book_store = None
+        self.ratewin_store = None
+        self._role_at_wall: Optional[float] = None  # time.time() of the last StartAdopting
         self._standby_writes = kwargs.pop("standby_writes", False)  # TESTS ONLY: the IS_SLAVE known-bad
         super().__init__(*args, **kwargs)
         if exo_config is None:
@@ -245,6 +255,9 @@ class ExoControllerApp(app_manager.OSKenApp):
                 self._send_one()
             except SwitchNotConnected as err:
                 LOG.warning("rule sender: %s; the batch goes back to the queue", err)
+            except StateNotStored as err:
+                LOG.warning("rule sender: %s; the batch goes back to the queue", err)
+                time.sleep(0.1)
             except Exception:  # noqa: BLE001 - a dead sender would silently stop every rule update
                 LOG.exception("rule sender failed; retrying")
                 time.sleep(0.1)
@@ -269,6 +282,7 @@ class ExoControllerApp(app_manager.OSKenApp):
             if self._table_pending is dp:
                 batch = None
             else:
+                self._record_batch(batch)  # with etcd: (decided_at, n) before it leaves (ratewin_store.py)
                 try:
                     waiter = self._send_mods_and_barrier(dp, batch.mods, self.updater.ruleset2_kinds(batch))
                 except Exception:
@@ -308,6 +322,8 @@ class ExoControllerApp(app_manager.OSKenApp):
         with self._cond:
             if self._dp is not dp or self._table_pending is not dp:
                 return  # disconnected or replaced meanwhile
+            if not self._load_desired_state():
+                return  # etcd did not answer: the sender tries the adoption again
             if flows is None:
                 self._table_attempts += 1
                 self._count("table_read_failures")
@@ -351,6 +367,7 @@ class ExoControllerApp(app_manager.OSKenApp):
                           len(batch), why)
                 self._count("batches_failed")
             self.updater.batch_failed(batch, self.clock())
+            self._record_batch_end(False)
             if self.journal is not None:
                 self.journal.abandoned()
             return
@@ -359,7 +376,119 @@ class ExoControllerApp(app_manager.OSKenApp):
         for i, why in sorted(waiter.mod_errors.items()):
             LOG.error("switch refused %s: %s", batch.mods[i], why)
         self.updater.batch_done(batch, waiter.mod_errors, self.clock())
+        self._record_batch_end(True)
+        if self.updater.book_dirty:  # a refused add left the book
+            self._store_book_quietly("a refused add")
         self._check_programmed(dp)
+
+    # ------------------------------------------------------------------ desired state in etcd
+
+    def attach_stores(self, book_store, ratewin_store) -> None:
+        """failover.Failover, with controller.etcd: keep the book and the rate window there."""
+        with self._lock:
+            self.book_store, self.ratewin_store = book_store, ratewin_store
+            self.updater.book_tracking = True
+
+    def _load_desired_state(self) -> bool:
+        """Lock held, a new master adopting the switch (docs/design/replication.md, 5.4 step 2):
+        the book from etcd (exact refcounts at once) and the rate window seeded from the record
+        of the old master's last second. False when etcd did not answer. Without etcd: True."""
+        if self.book_store is None:
+            return True
+        try:
+            self._ensure_book()
+            self._seed_rate_window()
+        except (StateNotStored, ValueError) as err:
+            self._count("desired_state_load_failures")
+            LOG.error("switch dpid %#x: cannot adopt yet: %s", self.dpid, err)
+            time.sleep(0.1)  # lock held briefly: nothing may be sent before this succeeds anyway
+            return False
+        return True
+
+    def _ensure_book(self) -> None:
+        """Lock held. Load etcd's book once per election term (before the first change of it)."""
+        from .book_store import BookStoreError
+        gen = self.leadership.generation
+        if self.book_store is None or self.book_store.loaded_generation == gen:
+            return
+        try:
+            refs = self.book_store.load(gen)
+        except BookStoreError as err:
+            raise StateNotStored(str(err)) from err
+        self.updater.load_book(refs)
+        LOG.info("Ruleset 2 book loaded from etcd: %d rules, %d references", len(refs),
+                 sum(sum(n.values()) for n in refs.values()))
+
+    def _ensure_book_quietly(self, what: str) -> None:
+        """Lock held. Before a change nobody waits on (a sync, a withdrawal): load etcd's book if
+        not yet; if etcd does not answer, the change is made to the book in memory (a later load
+        replaces it: the rare loss is what ListKeys reconciliation exists for)."""
+        try:
+            self._ensure_book()
+        except StateNotStored as err:
+            self._count("desired_state_load_failures")
+            LOG.warning("%s before the Ruleset 2 book was loaded from etcd: %s", what, err)
+
+    def _seed_rate_window(self) -> None:
+        """Lock held. The old master's flow-mods count against R here too (ratewin_store.py)."""
+        from exo_common.etcd import EtcdError
+        from .ratewin_store import seed_leave_times
+        now_wall, now = time.time(), self.clock()
+        role_at = self._role_at_wall if self._role_at_wall is not None else now_wall
+        try:
+            record = self.ratewin_store.load()
+        except EtcdError as err:
+            raise StateNotStored(f"reading the rate-window record: {err}") from err
+        leave = seed_leave_times(record, role_at, self.updater.window_cap)
+        self.updater.seed_window(now + (t - now_wall) for t in leave)
+        self.ratewin_store.reset(record, now_wall)
+        LOG.info("rate window seeded with %d flow-mods of the previous master (%s)", len(leave),
+                 "no record: a full window" if record is None else f"{len(record)} batches recorded")
+
+    def _store_book(self) -> None:
+        """Lock held. Write the book's changed hashes to etcd; StateNotStored if that failed."""
+        from .book_store import BookStoreError
+        if self.book_store is None:
+            self.updater.book_dirty.clear()
+            return
+        self._ensure_book()
+        try:
+            self.book_store.write(self.updater.book, self.updater.book_dirty)
+        except BookStoreError as err:
+            self._count("book_store_failures")
+            raise StateNotStored(str(err)) from err
+        self.updater.book_dirty.clear()
+
+    def _store_book_quietly(self, what: str) -> None:
+        """For changes nobody waits on (a refusal, a sync, a withdrawal): a failed write stays
+        dirty and goes with the next one."""
+        try:
+            self._store_book()
+        except StateNotStored as err:
+            LOG.warning("Ruleset 2 book after %s not written to etcd yet: %s", what, err)
+
+    def _record_batch(self, batch: Batch) -> None:
+        """Lock held, sender thread: before `batch` leaves, record it (ratewin_store.py)."""
+        from .ratewin_store import RateWindowStoreError
+        if self.ratewin_store is None:
+            return
+        try:
+            self.ratewin_store.decided(time.time(), len(batch))
+        except RateWindowStoreError as err:
+            self._count("ratewin_store_failures")
+            self.updater.batch_failed(batch)
+            raise StateNotStored(str(err)) from err
+
+    def _record_batch_end(self, confirmed: bool) -> None:
+        from .ratewin_store import RateWindowStoreError
+        if self.ratewin_store is None:
+            return
+        try:
+            self.ratewin_store.finished(time.time(), confirmed)
+        except RateWindowStoreError as err:
+            # The record keeps the batch unconfirmed: a new master counts it until its role_at + 1 s.
+            self._count("ratewin_store_failures")
+            LOG.warning("%s", err)
 
     def _journal_size(self) -> None:
         if self.journal is not None:
@@ -544,6 +673,7 @@ class ExoControllerApp(app_manager.OSKenApp):
             elif isinstance(a, StartAdopting):
                 if dp is None:
                     continue
+                self._role_at_wall = time.time()  # the old master's flow-mods are refused from here on
                 if not self.leadership.single:
                     self._count("role_master_confirmed")
                     LOG.info("switch dpid %#x: we are MASTER (generation %d); reading its flow table",
@@ -581,7 +711,15 @@ class ExoControllerApp(app_manager.OSKenApp):
         """`node` was declared DOWN: drop its rules from the book and withdraw them from the switch
         with one flow-mod ahead of everything else; its adds are rejected until it rejoins."""
         with self._cond:
+            self._ensure_book_quietly(f"withdrawing {node}")
             held = self.updater.withdraw(node)
+            if self.book_store is not None:
+                from .book_store import BookStoreError
+                try:
+                    self.book_store.drop_node(node)
+                except (BookStoreError, StateNotStored) as err:
+                    self._count("book_store_failures")
+                    LOG.warning("cache node %s: its Ruleset 2 book in etcd not dropped: %s", node, err)
             LOG.warning("cache node %s: %d Ruleset 2 rules dropped from the desired book; its withdrawal "
                         "goes to the switch first", node, len(held))
             self._cond.notify_all()
@@ -594,7 +732,10 @@ class ExoControllerApp(app_manager.OSKenApp):
     def sync_cache_node(self, node: str, hashes: list[int]) -> int:
         """Rebuild `node`'s part of the book from the keys it holds (a freshly started controller)."""
         with self._cond:
+            self._ensure_book_quietly(f"syncing {node}")  # the sync reconciles etcd's book, so that comes first
             added = self.updater.sync_node(node, hashes)
+            if self.updater.book_dirty:
+                self._store_book_quietly(f"the sync of {node}")
             LOG.info("cache node %s synced: it holds %d keys, %d Ruleset 2 references added", node,
                      len(hashes), added)
             if self.updater.synced:
@@ -691,7 +832,20 @@ class ExoControllerApp(app_manager.OSKenApp):
         with self._cond:
             if self._dp is None and not self._ever_connected:
                 raise SwitchNotConnected(f"switch dpid {self.dpid:#x} is not connected to the controller")
+            checkpoint = None
+            if self.book_store is not None:
+                self._ensure_book()  # before the change: it is made to etcd's book
+                checkpoint = self.updater.checkpoint(rules)
             res = apply()
+            if checkpoint is not None:
+                # Written before the sender (it needs our lock) can act on it and before the caller
+                # is answered; if etcd refused it, the change is undone (book_store.py).
+                try:
+                    self._store_book()
+                except StateNotStored:
+                    self.updater.rollback(checkpoint)
+                    self._store_book_quietly("a rollback")
+                    raise
             self._cond.notify_all()
             note = self._wait_confirmed(lambda: self.updater.settled(res.ticket), timeout) if wait else ""
             return self._outcome(res, rules, wait, note)

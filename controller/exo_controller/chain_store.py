@@ -8,8 +8,9 @@ nodes that took it restarted) is not lost.
     /exo/<cluster>/chains   the ChainTableMsg (exoproto, serialized)
     /exo/<cluster>/members  the member db nodes, a JSON list of names
 
-The Ruleset 2 book and the rate-window record are not here (design step 9b, not built): a new
-master rebuilds the book from the cache nodes and starts its rate window empty.
+The rest of the desired state in etcd has stores of its own (design step 9b; docs/etcd.md):
+the config digest (config_digest.py), the Ruleset 2 book (book_store.py) and the rate-window
+record (ratewin_store.py).
 """
 from __future__ import annotations
 

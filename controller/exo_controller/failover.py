@@ -10,6 +10,12 @@ Three threads, all daemons:
   clock tick (a master cut off from the switch resigns).
 * `exo-etcd-actions`: carries out Resign and RevokeLeader, so that neither the os-ken thread
   nor a caller holding the app's lock ever waits for etcd.
+
+Before any of them starts, start() compares this instance's config digest with the cluster's
+(config_digest.py; the first instance stores it) and refuses to campaign on a mismatch
+(ConfigMismatch naming the fields; main.py exits with it). It also hands the app the etcd
+stores of its desired state: the Ruleset 2 book (book_store.py) and the rate-window record
+(ratewin_store.py); the chain table's store is chain_exec.py's (chain_store.py).
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from exoproto import control_pb2, control_pb2_grpc
 from .leadership import PROBE_OK, PROBE_REFUSED, PROBE_TIMEOUT, Leader, Resign, RevokeLeader
 
 LOG = logging.getLogger("exo_controller.failover")
+CONFIG_CHECK_WAIT_S = 10.0  # how long start() waits for etcd to answer the config digest check
 # What a connection attempt to a process that is gone reports: the port is closed (TCP) or the
 # socket file has no listener or is missing (unix). Anything else (a deadline, a reset of a
 # live connection) is not proof of death.
@@ -47,16 +54,40 @@ def election_prefix(cfg) -> str:
 class Failover:
     def __init__(self, cfg, app, client, name: str):
         """cfg: the whole config (every instance's address); app: ExoControllerApp (its
-        leadership_event, count); client: exo_common.etcd.EtcdClient; name: this instance."""
+        leadership_event, count, attach_stores); client: exo_common.etcd.EtcdClient; name: this
+        instance."""
         from exo_common.etcd import Election
+        from .book_store import EtcdBookStore
+        from .ratewin_store import EtcdRateWindowStore
         self.cfg, self.app, self.client, self.name = cfg, app, client, name
         self.probe_s = cfg.controller.failover_probe_ms / 1000.0
         self.election = Election(client, election_prefix(cfg), name, cfg.controller.lease_ttl_s)
         self._actions: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._channels: dict[str, control_pb2_grpc.ControllerStub] = {}
+        attach = getattr(app, "attach_stores", None)  # None: a test's stand-in app
+        if attach is not None:
+            attach(EtcdBookStore(cfg, self, [c.name for c in cfg.cache_nodes]), EtcdRateWindowStore(cfg, self))
+
+    def check_config(self, wait_s: float = CONFIG_CHECK_WAIT_S) -> bool:
+        """Store our config digest if the cluster has none (True), else compare it: ConfigMismatch
+        naming what differs. While etcd does not answer it tries again for up to wait_s seconds."""
+        from exo_common.etcd import EtcdError
+        from .config_digest import check_or_store
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return check_or_store(self.client, self.cfg)
+            except EtcdError as err:
+                if time.monotonic() >= deadline:
+                    raise
+                LOG.warning("config digest: etcd does not answer (%s); trying again", err)
+                time.sleep(0.5)
 
     def start(self) -> None:
+        """ConfigMismatch (before any thread starts: this instance never campaigns) when its
+        config is not the cluster's."""
+        self.check_config()
         for target, tname in ((self._election_loop, "exo-election"), (self._probe_loop, "exo-probe"),
                               (self._action_loop, "exo-etcd-actions")):
             threading.Thread(target=target, daemon=True, name=tname).start()

@@ -68,6 +68,9 @@ Choices worth knowing:
   left as its requests made them (they are newer than, or reflected in, its ListKeys); a hash
   taken from ListKeys absorbs one later AddCacheRules of the same (hash, node), because a cache
   node resends an add that failed while the controller was down.
+  With controller.etcd a new master instead loads the book etcd holds (load_book; book_store.py)
+  before adopting the switch, and sync_node then reconciles it (book_sync_corrections), and
+  seed_window enters the old master's last second into the rate window (ratewin_store.py).
 * Metrics are lifetime figures (since the controller started, the start-up programming of
   Rulesets 1 and 3 included). A run's own figures (Ruleset 2 flow-mods inside a time window)
   come from the timestamped journal the app keeps (rule_journal.py); `ruleset2_may_hold` is the
@@ -77,9 +80,10 @@ Choices worth knowing:
 """
 from __future__ import annotations
 
+import heapq
 import math
 import weakref
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -212,6 +216,17 @@ class RuleUpdater:
         self._unsynced: set[str] = set()                   # nodes whose rules are not rebuilt yet
         self._touched: dict[str, set[int]] = {}            # unsynced node -> hashes it asked about
         self._from_sync: Counter = Counter()               # (hash, node) -> refs taken from ListKeys
+        # The book in etcd (book_store.py; only with controller.etcd): hashes whose book state
+        # changed since the app last wrote it, whether a stored book was loaded (ListKeys sync then
+        # reconciles it and counts what it corrected), and that count.
+        self.book_tracking = False  # set with an etcd book: only then is book_dirty kept
+        self.book_dirty: set[int] = set()
+        self.book_loaded = False
+        self.book_sync_corrections = 0
+        # Flow-mods another controller sent, seeded from the etcd rate-window record
+        # (ratewin_store.py): when each leaves the window, sorted, in this updater's clock. Kept
+        # apart from _sends, whose newest entries are the batch in flight (_restamp).
+        self._seeded: deque[float] = deque()
 
     @classmethod
     def from_config(cls, cfg, fault: Optional[str] = None) -> "RuleUpdater":
@@ -257,6 +272,7 @@ class RuleUpdater:
         hashes = frozenset(self.book.rule_hash(r.key_hash) for r in rules if id(r) not in bad)
         ticket = Ticket(hashes)
         self._tickets.add(ticket)
+        self._dirty(hashes)
         for h in hashes:
             self._reconcile(h)
         return UpdateResult(res.accepted, list(res.rejected), ticket, list(res.full))
@@ -422,21 +438,94 @@ class RuleUpdater:
     def sync_node(self, node: str, hashes: Iterable[int]) -> int:
         """One reference per key `node` holds (its ListKeys, hashed), except for hashes the node
         added or removed itself since the controller started. Returns the references added;
-        0 if the node is not waiting for a sync (synced already, or withdrawn meanwhile)."""
+        0 if the node is not waiting for a sync (synced already, or withdrawn meanwhile).
+        After load_book (the book came from etcd) this reconciles instead: each untouched hash's
+        references of `node` become what ListKeys says, fewer ones too, and every reference added
+        or dropped counts in book_sync_corrections (0 when etcd's book was exact)."""
         if node not in self._unsynced:
             return 0
         touched = self._touched.pop(node, set())
         self._unsynced.discard(node)
         counts = Counter(self.book.rule_hash(h) for h in hashes)
+        if self.book_loaded:
+            return self._reconcile_sync(node, counts, touched)
         rules = [CacheRule(h, node) for h, n in counts.items() if h not in touched for _ in range(n)]
         res = self.book.add(rules)
         bad = {id(r) for r, _ in res.rejected}
         for r in rules:
             if id(r) not in bad:
                 self._from_sync[(r.key_hash, node)] += 1
+        self._dirty(counts)
         for h in counts:
             self._reconcile(h)
         return res.accepted
+
+    def _reconcile_sync(self, node: str, counts: Counter, touched: set[int]) -> int:
+        """sync_node over a book loaded from etcd. Returns the references added."""
+        mine = {h for h in self.book.hashes() if self.book.refcount(h, node)}
+        added = 0
+        for h in (set(counts) | mine) - touched:
+            have, want = self.book.refcount(h, node), counts.get(h, 0)
+            if want > have:
+                res = self.book.add([CacheRule(h, node)] * (want - have))
+                added += res.accepted
+                self.book_sync_corrections += res.accepted
+            elif want < have:
+                self.book.remove([CacheRule(h, node)] * (have - want))
+                self.book_sync_corrections += have - want
+            if want:
+                self._from_sync[(h, node)] = want
+            else:
+                self._from_sync.pop((h, node), None)
+            if want != have:
+                self._dirty((h,))
+                self._reconcile(h)
+        return added
+
+    def load_book(self, refs: Mapping[int, Mapping[str, int]]) -> None:
+        """A new master: the desired book becomes the one stored in etcd (book_store.py; hash ->
+        node -> refcount, in add order), exact at once. Each stored reference absorbs one later
+        AddCacheRules of its (hash, node), as a ListKeys one does (a cache node resends an add
+        whose answer the old master never gave, though etcd may have it). References of nodes
+        out of the cluster are dropped (their withdrawal is already queued)."""
+        old = set(self.book.hashes())
+        snap = {h: OrderedDict((n, c) for n, c in nodes.items() if n in self._ports and n not in self._out and c > 0)
+                for h, nodes in refs.items()}
+        self.book.restore({h: None for h in old - set(snap)})
+        self.book.restore({h: nodes or None for h, nodes in snap.items()})
+        self._from_sync = Counter({(h, n): c for h, nodes in snap.items() for n, c in nodes.items()})
+        self.book_loaded = True
+        self.book_dirty.clear()
+        for h in old | set(snap):
+            self._reconcile(h)
+
+    def checkpoint(self, rules: Iterable[CacheRule]) -> tuple:
+        """What add/remove of `rules` may change, to put back with rollback() (the book could not
+        be written to etcd, so the change must not happen)."""
+        hashes = {self.book.rule_hash(r.key_hash) for r in rules}
+        return (self.book.snapshot(hashes), {k: v for k, v in self._from_sync.items() if k[0] in hashes},
+                {n: set(t) for n, t in self._touched.items()}, {h: self._loads[h] for h in hashes if h in self._loads},
+                set(self.book_dirty))
+
+    def rollback(self, cp: tuple) -> None:
+        book, from_sync, touched, loads, dirty = cp
+        self.book.restore(book)
+        for k in [k for k in self._from_sync if k[0] in book]:
+            del self._from_sync[k]
+        self._from_sync.update(from_sync)
+        self._touched = touched
+        for h in book:
+            self._loads.pop(h, None)
+        self._loads.update(loads)
+        # The hashes put back go to etcd again: a Txn of a write that failed halfway may have
+        # changed some of them (the store's mirror knows which; the others cost nothing).
+        self.book_dirty = dirty | set(book)
+        for h in book:
+            self._reconcile(h)
+
+    def _dirty(self, hashes: Iterable[int]) -> None:
+        if self.book_tracking:
+            self.book_dirty.update(hashes)
 
     def settled(self, ticket: Ticket) -> bool:
         """True once none of the ticket's hashes is queued or in flight (see ticket.errors)."""
@@ -531,18 +620,30 @@ class RuleUpdater:
         self._tokens_at = now
         while self._sends and self._sends[0] <= now:
             self._sends.popleft()
+        while self._seeded and self._seeded[0] <= now:
+            self._seeded.popleft()
+
+    def _in_window(self) -> int:
+        return len(self._sends) + len(self._seeded)
+
+    def seed_window(self, leave_times: Iterable[float]) -> None:
+        """Flow-mods another controller (the old master) may have sent: each counts against R
+        until its time (this updater's clock; ratewin_store.seed_leave_times). Replaces any earlier
+        seed."""
+        self._seeded = deque(sorted(leave_times))
+        self.max_per_s = max(self.max_per_s, self._in_window())
 
     def budget(self, now: float) -> int:
         self._refill(now)
         if self.fault == FAULT_NO_RATE_LIMIT:
             return _UNLIMITED_BATCH
-        return max(0, min(math.floor(self._tokens + 1e-9), self.window_cap - len(self._sends)))
+        return max(0, min(math.floor(self._tokens + 1e-9), self.window_cap - self._in_window()))
 
     def _sent(self, now: float, n: int) -> None:
         self._tokens -= n
         self._sends.extend([now + self.window_s] * n)
         self.flow_mods_sent += n
-        self.max_per_s = max(self.max_per_s, len(self._sends))
+        self.max_per_s = max(self.max_per_s, self._in_window())
 
     def mark_sent(self, batch: Batch, now: float) -> None:
         """The app finished handing `batch` to the switch connection at `now`: until its barrier
@@ -595,9 +696,9 @@ class RuleUpdater:
         t = now
         if self._tokens + 1e-9 < 1:
             t = max(t, now + (1 - self._tokens) / self.rate)
-        excess = len(self._sends) - self.window_cap
+        excess = self._in_window() - self.window_cap
         if excess >= 0:
-            t = max(t, self._sends[excess])
+            t = max(t, next(x for i, x in enumerate(heapq.merge(self._sends, self._seeded)) if i == excess))
         return t
 
     # ------------------------------------------------------------------ Algorithm 1
@@ -741,6 +842,7 @@ class RuleUpdater:
     def _refused(self, h: int, why: str) -> None:
         owner = self.book.owner(h)
         self.book.restore({h: None})
+        self._dirty((h,))
         self._loads.pop(h, None)
         self._fail_tickets(h, f"switch refused add to {owner}: {why}")
 
@@ -760,7 +862,7 @@ class RuleUpdater:
             "ruleset2_installed": len(self.installed),
             "ruleset2_max": self.ruleset2_peak,
             "ruleset2_capacity": self.capacity,
-            "rule_updates_last_1s": len(self._sends),
+            "rule_updates_last_1s": self._in_window(),
             "rule_updates_per_s_max": self.max_per_s,
             "flow_mods_sent": self.flow_mods_sent,
             "ruleset2_flow_mods_sent": self.ruleset2_flow_mods_sent,
@@ -774,4 +876,5 @@ class RuleUpdater:
             "withdrawals_queued": len(self._withdrawals) + len(self._withdraw_inflight),
             "cache_nodes_unsynced": len(self._unsynced),
             "rule_deletes_held": 0 if self.synced else len(self._dels),
+            "book_sync_corrections": self.book_sync_corrections,
         }

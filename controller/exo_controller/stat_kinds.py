@@ -110,6 +110,11 @@ STATS: dict[str, Stat] = {
     "chain_cache_reset_failures": Stat(_C, "cache nodes not reset before a new head took writes"),
     "chain_handovers": Stat(_C, "slots a caught-up learner took over as read server"),
     "chain_adoptions": Stat(_C, "chain tables adopted (start, or becoming master)"),
+    # book_store.py / ratewin_store.py: the rest of the desired state in etcd (docs/etcd.md)
+    "book_sync_corrections": Stat(_C, "Ruleset 2 references a cache node's ListKeys sync added to or dropped from the book loaded from etcd (0: etcd's book was exact)"),
+    "book_store_failures": Stat(_C, "writes of the Ruleset 2 book to etcd that failed (the change was undone, or is retried)"),
+    "ratewin_store_failures": Stat(_C, "writes of the rate-window record to etcd that failed (a batch not sent, or left unconfirmed there)"),
+    "desired_state_load_failures": Stat(_C, "reads of the book or the rate-window record from etcd that failed when becoming master (retried)"),
     "chain_store_saves": Stat(_C, "chain table and membership written to etcd (controller.etcd)"),
     "chain_store_failures": Stat(_C, "etcd writes or reads of the chain table that failed (deposed, or etcd unreachable)"),
     "last_failover_s": Stat(_G, "seconds from a db node's first missed heartbeat to its removal confirmed by the switch",
