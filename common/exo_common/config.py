@@ -194,10 +194,22 @@ class ControllerSection(_Strict):
         raise KeyError(name)
 
 
+# replication.factor auto: the chain length where the cluster has enough real db nodes (issue 15:
+# a key survives the loss of any one machine, and of a second during the first's catch-up).
+AUTO_REPLICATION_FACTOR = 3
+
+
 class ReplicationSection(_Strict):
     """Chain replication of db nodes (docs/replication.md, docs/design/replication.md): the
     chains resolve() writes, and how the controller master watches db nodes at factor > 1."""
-    factor: int = Field(1, ge=1, description="Db nodes per chain (`chains` in the resolved config): each slot's owner (its head, as in `partitions`) followed by the next distinct member db nodes clockwise on the consistent-hash ring; with switch.max_partition_load >= 1 the tails are capped the same way as the owners (common/exo_common/partitions.py, chain_table). At most the number of member db nodes; above 1, no db node may be emulated (the emulator's store cannot replicate). 1: every chain is its owner alone.")
+    factor: int | Literal["auto"] = Field("auto", description="Db nodes per chain (`chains` in the resolved config): each slot's owner (its head, as in `partitions`) followed by the next distinct member db nodes clockwise on the consistent-hash ring; with switch.max_partition_load >= 1 the tails are capped the same way as the owners (common/exo_common/partitions.py, chain_table). At most the number of member db nodes; above 1, no db node may be emulated (the emulator's store cannot replicate). 1: every chain is its owner alone, and losing a db node's disk loses its keys. auto (the default): 3 when there are at least 3 member db nodes and none is emulated, else 1; the resolved config holds the number. The thesis figures and the generated test clusters set 1.")
+
+    @field_validator("factor")
+    @classmethod
+    def _positive(cls, v):
+        if v != "auto" and v < 1:
+            raise ValueError("must be at least 1, or auto")
+        return v
     db_heartbeat_misses: int = Field(5, ge=1, le=1000, description="At factor > 1, consecutive failed db node heartbeats (DbNode.ChainStatus, one every 100 ms with a 100 ms deadline) after which the controller master declares the node DOWN and removes it from every chain (docs/replication.md, \"Failover\"). A reply with another incarnation (the process restarted) declares it DOWN at once; so does its switch port going down. Higher than heartbeat_misses by default: a 2-core machine under load stalls a node for a few hundred milliseconds.")
 
 
@@ -305,6 +317,25 @@ class ClusterConfig(_Strict):
     proxies: list[ProxyConfig] = Field(default_factory=list)
     security: SecuritySection = SecuritySection()
     replication: ReplicationSection = ReplicationSection()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_auto_factor(cls, data: Any) -> Any:
+        """replication.factor auto -> a number, from the db nodes as written (before the rest is
+        validated, so every later check and the resolved config see the number)."""
+        if not isinstance(data, dict):
+            return data
+        rep = data.get("replication")
+        if rep is None:
+            rep = {}
+        if not isinstance(rep, dict) or rep.get("factor", "auto") != "auto":
+            return data
+        dbs = [d if isinstance(d, dict) else d.model_dump() for d in data.get("db_nodes") or []
+               if isinstance(d, (dict, BaseModel))]
+        members = [d for d in dbs if d.get("member", True)]
+        emulated = any(d.get("emulator") is not None for d in dbs)
+        factor = AUTO_REPLICATION_FACTOR if len(members) >= AUTO_REPLICATION_FACTOR and not emulated else 1
+        return {**data, "replication": {**rep, "factor": factor}}
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "ClusterConfig":

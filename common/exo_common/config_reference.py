@@ -26,8 +26,9 @@ SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("clients[]", ClientConfig, "Client hosts (the emulation creates them; real clients need no entry)."),
     ("proxies[]", ProxyConfig, "exo-proxy instances (docs/proxy.md); each has a certificate and may serve /metrics."),
     ("security", SecuritySection, "Mutual TLS on gRPC and OpenFlow, and who may call what (docs/security.md)."),
-    ("replication", ReplicationSection, "Chain replication of db nodes (docs/design/replication.md). So far only "
-     "the layout: `exo config resolve` writes each slot's chain (`chains`), which no component reads yet."),
+    ("replication", ReplicationSection, "Chain replication of db nodes (docs/replication.md): each slot's writes go "
+     "to its chain's head and its GETs to the read server; `exo config resolve` writes each slot's chain "
+     "(`chains`), the controller master keeps them current across failures (docs/design/replication.md)."),
 ]
 
 NODE_HELP = {

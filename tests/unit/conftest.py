@@ -27,6 +27,9 @@ _CLUSTER = {
     "clients": [
         {"name": "client1", "mac": "02:00:00:00:03:01", "ip": "10.0.3.1", "switch_port": 31},
     ],
+    # The thesis's layout (one db node per slot), which most tests are about; `auto`, the
+    # schema's default, would make these three db nodes one chain of 3 (test_config.py).
+    "replication": {"factor": 1},
 }
 
 

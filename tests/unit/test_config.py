@@ -1,4 +1,5 @@
 """Cluster config validation: every error names the field; resolve() adds derived facts."""
+import copy
 import json
 from pathlib import Path
 
@@ -279,14 +280,32 @@ def test_cpp_fixture_is_current():
 # ---- replication: the chain layout in the config (docs/design/replication.md, 2.1-2.2) ----
 
 
-def test_replication_defaults_to_one_chain_of_the_owner(cluster_dict):
-    """factor 1 (the default): every chain is [today's owner], so nothing else changes."""
+def test_replication_factor_one_is_one_chain_of_the_owner(cluster_dict):
+    """factor 1: every chain is [today's owner], so nothing else changes."""
     cfg = parse_config(cluster_dict)
     assert cfg.replication.factor == 1 and all(d.member for d in cfg.db_nodes)
     out = resolve(cfg)
-    assert out["replication"] == {"factor": 1}
+    assert out["replication"]["factor"] == 1
     assert out["chains"] == [{"nodes": [owner]} for owner in out["partitions"]]
     assert [d["member"] for d in out["db_nodes"]] == [True, True, True]
+
+
+def test_replication_factor_auto_is_three_with_three_real_members_else_one(cluster_dict):
+    """The default, auto: chains of 3 where there are at least 3 member db nodes and none is
+    emulated (issue 15); 1 otherwise. The resolved config holds the number."""
+    del cluster_dict["replication"]
+    cfg = parse_config(cluster_dict)
+    assert cfg.replication.factor == 3
+    assert resolve(cfg)["replication"]["factor"] == 3
+    assert parse_config({**cluster_dict, "replication": {"factor": "auto"}}).replication.factor == 3
+    spare = copy.deepcopy(cluster_dict)
+    spare["db_nodes"][2]["member"] = False  # two members and a spare
+    assert parse_config(spare).replication.factor == 1
+    emulated = copy.deepcopy(cluster_dict)
+    for d in emulated["db_nodes"]:
+        d.update(emulator="emu0", ip="10.0.2.1", switch_port=21, iface="emu0-eth0")
+    assert parse_config(emulated).replication.factor == 1
+    assert "replication.factor" in err({**cluster_dict, "replication": {"factor": "three"}})
 
 
 def test_replication_factor_three_resolves(cluster_dict):

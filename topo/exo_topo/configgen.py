@@ -61,6 +61,10 @@ def emulation_config_dict(n_cache: int = 2, n_db: int = 4, n_clients: int = 2,
         "controller": {"grpc": f"unix:{run_dir}/controller.sock"},
         "cache_nodes": caches, "db_nodes": dbs, "clients": clients,
         "security": {"cert_dir": str(run_dir / "pki")},
+        # Factor 1 unless a caller asks for chains: the thesis figures are factor 1, and the
+        # tests and benchmarks built on this generator measure one thing at a time (the
+        # replicated ones pass replication={"factor": 3}). A user's config gets `auto`.
+        "replication": {"factor": 1},
     }
     for section, values in sections.items():
         cfg.setdefault(section, {}).update(values)
