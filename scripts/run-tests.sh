@@ -9,4 +9,5 @@ echo "==> C++ tests (ctest)"
 ctest --test-dir "$BUILD" --output-on-failure -j 2
 scripts/sanitize.sh
 echo "==> Python tests (pytest: unit + Mininet integration)"
-.venv/bin/python -m pytest -q tests
+# --durations: the slowest tests in the log, to keep the suite well under 30 minutes on 2 cores.
+.venv/bin/python -m pytest -q --durations=25 tests

@@ -70,7 +70,8 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
     for d in cfg.db_nodes:  # a fresh store every run, so figures are comparable
         shutil.rmtree(d.data_dir, ignore_errors=True)
     console.print(f"[bold]Exoskeleton demo[/]: {len(cfg.cache_nodes)} cache nodes, "
-                  f"{len(cfg.db_nodes)} db nodes, {len(cfg.clients)} clients ({config})")
+                  f"{len(cfg.db_nodes)} db nodes in chains of {cfg.replication.factor} (replication.factor), "
+                  f"{len(cfg.clients)} clients ({config})")
     t_start = time.monotonic()
     with EmulatedCluster(cfg, run_dir, config_path=config) as cl:
         console.print(f"cluster up in {time.monotonic() - t_start:.1f} s; logs in {run_dir}")
