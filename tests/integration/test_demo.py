@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from exo_common.config import load_config
+
 pytestmark = pytest.mark.mininet
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,7 +43,10 @@ def test_short_demo_writes_its_results(tmp_path: Path):
     assert s["latency_us_cache"]["gets"] + s["latency_us_db"]["gets"] <= s["gets"]
     # The caches started empty and filled themselves, within the switch's limits.
     assert s["cached_hot_keys"] == {}
-    assert s["flows"]["ruleset1"] == 9 and s["flows"]["ruleset3"] == 256
+    # configs/demo.yaml: 4 db nodes, so replication.factor auto is 3: two Ruleset 3 rules per
+    # slot (reads to the read server, writes to the head) over 2^8 slots.
+    assert s["replication_factor"] == load_config(REPO / "configs" / "demo.yaml").replication.factor == 3
+    assert s["flows"]["ruleset1"] == 9 and s["flows"]["ruleset3"] == 2 * 256
     # Ruleset 2 during the run, by the switch's own record (exo_topo.switch_audit), which agrees
     # flow-mod for flow-mod with the controller's journal (a broken limiter fails this:
     # test_rule_limit_audit.py)

@@ -141,6 +141,7 @@ def run_demo(config: Path, run_dir: Path, out: Path, n_keys: int, n_hot: int, du
     zipf = ZipfRanks(n_keys, alpha)
     series = merge_series([r.get("series", []) for r in results.values()])
     summary = {
+        "replication_factor": cfg.replication.factor,  # db nodes per chain (auto: 3 with 4 db nodes)
         "ops": ops,
         "errors": sum(r["errors"] for r in results.values()),
         "gets": gets,
