@@ -83,9 +83,10 @@ struct World {
   CpCounters cp;
   DpCounters dp;
   FakePeers peers;
+  Heads heads{HeadsTable::from_cluster(cluster)};
   HotList hot{cluster.cache_fill.report_ttl_ms};
   uint64_t now = 1'000'000;
-  ControlService svc{cluster, "cache0", state, cp, peers, hot, [this] { return dp; },
+  ControlService svc{cluster, "cache0", state, cp, peers, heads, hot, [this] { return dp; },
                      [this] { return now; }};
   Filler filler{FillerOptions::from(cluster, cluster.cache_nodes[0]), state, peers, hot, cp,
                 [this] { return now; }};

@@ -43,10 +43,10 @@ std::vector<KeyRate> no_rates(const Keys& keys) {
 }  // namespace
 
 ControlService::ControlService(const Cluster& cluster, std::string self_name, CacheState& state,
-                               CpCounters& cp, Peers& peers, HotList& hot, DpSum sum_dp,
+                               CpCounters& cp, Peers& peers, Heads& heads, HotList& hot, DpSum sum_dp,
                                Clock clock)
     : cluster_(cluster), name_(std::move(self_name)), state_(state), cp_(cp), peers_(peers),
-      hot_(hot), sum_dp_(std::move(sum_dp)), clock_(std::move(clock)),
+      heads_(heads), hot_(hot), sum_dp_(std::move(sum_dp)), clock_(std::move(clock)),
       authz_(cluster, cp.rpc_refused, &cp.tls_handshake_refused) {}
 
 grpc::Status ControlService::Cache(grpc::ServerContext* ctx, const KeysRequest* req, KeysReply* reply) {

@@ -17,6 +17,7 @@
 #include "grpc_security.h"
 #include "ms_clock.h"
 #include "fill/hot_list.h"
+#include "heads.h"
 #include "peers.h"
 
 namespace exo::cache {
@@ -24,8 +25,10 @@ namespace exo::cache {
 class ControlService final : public exo::CacheNode::Service {
  public:
   using DpSum = std::function<DpCounters()>;
+  // `heads`: the slots' heads that SetHeads replaces and check_owner reads (the same object the
+  // node's GrpcPeers routes Fetch/Evict by).
   ControlService(const Cluster& cluster, std::string self_name, CacheState& state, CpCounters& cp,
-                 Peers& peers, HotList& hot, DpSum sum_dp, Clock clock = steady_ms);
+                 Peers& peers, Heads& heads, HotList& hot, DpSum sum_dp, Clock clock = steady_ms);
 
   grpc::Status Cache(grpc::ServerContext*, const KeysRequest*, KeysReply*) override;
   grpc::Status Evict(grpc::ServerContext*, const KeysRequest*, KeysReply*) override;
@@ -37,6 +40,7 @@ class ControlService final : public exo::CacheNode::Service {
   grpc::Status Stats(grpc::ServerContext*, const StatsRequest*, StatsReply*) override;
   grpc::Status Report(grpc::ServerContext*, const ReportRequest*, ReportReply*) override;
   grpc::Status Reset(grpc::ServerContext*, const StatsRequest*, KeysReply*) override;
+  grpc::Status SetHeads(grpc::ServerContext*, const SetHeadsRequest*, SetHeadsReply*) override;  // control_heads.cc
 
   // What Stats replies: every counter and gauge now, in counter-list order. Also the /metrics
   // page's source (main.cc); safe from any thread.
@@ -44,8 +48,8 @@ class ControlService final : public exo::CacheNode::Service {
 
  private:
   grpc::Status finish_tx(const TxRequest& req, TxReply* reply, bool commit);
-  // OK when the caller speaks for the db node owning `key`'s partition (Prepare/Commit/Abort),
-  // else the refusal, counted.
+  // OK when the caller speaks for the head of `key`'s slot (heads_: the config's owner until the
+  // controller's first SetHeads) for Prepare/Commit/Abort, else the refusal, counted.
   grpc::Status check_owner(const grpc::ServerContext* ctx,
                            const google::protobuf::MethodDescriptor* method, const std::string& key) const;
   // "" if the REPORT may enter the hot list, else why not.
@@ -56,6 +60,7 @@ class ControlService final : public exo::CacheNode::Service {
   CacheState& state_;
   CpCounters& cp_;
   Peers& peers_;
+  Heads& heads_;
   HotList& hot_;
   DpSum sum_dp_;
   Clock clock_;

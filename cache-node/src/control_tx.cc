@@ -1,9 +1,10 @@
-// Two-phase write propagation (thesis 3.4.2): the gRPC side. The owning db node is the
+// Two-phase write propagation (thesis 3.4.2): the gRPC side. The head of the key's slot is the
 // coordinator; what Prepare/Commit/Abort do to a key (held or being fetched) is the key table's
 // (key_table/key_tx.cc). Here: check the caller, lock, ask the table, count, copy its answer
-// into the reply. Only the db node owning a key's partition may Prepare, Commit or Abort a write
-// of it: another db node (or any other certificate) could otherwise plant a value the cache
-// serves, or leave the key pending forever.
+// into the reply. Only the db node heading a key's slot (heads.h: the config's owner until the
+// controller pushes other heads) may Prepare, Commit or Abort a write of it: another db node
+// (or any other certificate) could otherwise plant a value the cache serves, or leave the key
+// pending forever.
 #include <grpcpp/grpcpp.h>
 
 #include "control_service.h"
@@ -27,9 +28,11 @@ grpc::Status ControlService::check_owner(const grpc::ServerContext* ctx,
                                          const google::protobuf::MethodDescriptor* method,
                                          const std::string& key) const {
   if (!authz_.checks_on()) return grpc::Status::OK;
-  const DbNodeInfo& owner = cluster_.owner(LruMap::hash_of(key));
-  if (speaks_for(caller(ctx), owner)) return grpc::Status::OK;
-  return authz_.refuse(ctx, method, "the key's partition is owned by '" + owner.name + "'");
+  // The head as the controller last pushed it (SetHeads), not the config's owner: after a
+  // failover the old owner is no longer the slot's coordinator.
+  const DbNodeInfo& head = cluster_.db_nodes[heads_.get()->head_index(LruMap::hash_of(key))];
+  if (speaks_for(caller(ctx), head)) return grpc::Status::OK;
+  return authz_.refuse(ctx, method, "the key's partition is owned by '" + head.name + "' (its head)");
 }
 
 grpc::Status ControlService::Prepare(grpc::ServerContext* ctx, const PrepareRequest* req, TxReply* reply) {

@@ -28,6 +28,7 @@
 #include "fill/filler.h"
 #include "fill/hot_list.h"
 #include "grpc_security.h"
+#include "heads.h"
 #include "lcore_loop.h"
 #include "log.h"
 #include "metrics_http.h"
@@ -109,7 +110,9 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
 
   CacheState state(map_capacity_for(self.capacity));
   CpCounters cp;
-  GrpcPeers peers(cluster, self.name, security);
+  // The slots' heads: the config's owners until the controller's SetHeads (heads.h).
+  Heads heads(HeadsTable::from_cluster(cluster));
+  GrpcPeers peers(cluster, self.name, security, heads);
   HotList hot(cluster.cache_fill.report_ttl_ms);
   Filler filler(FillerOptions::from(cluster, self), state, peers, hot, cp);
   auto sum_dp = [&lcores, &lcore_ids] {
@@ -122,7 +125,7 @@ int run(const exo::Cluster& cluster, const exo::CacheNodeInfo& self,
   std::promise<std::string> started;
   std::unique_ptr<grpc::Server> server;
   exo::metrics::MetricsHttpServer metrics;  // cache_nodes[].metrics (docs/operations.md, "Metrics")
-  ControlService service(cluster, self.name, state, cp, peers, hot, sum_dp);
+  ControlService service(cluster, self.name, state, cp, peers, heads, hot, sum_dp);
   std::thread control([&] {
     // Not on the lcores' CPUs (it and the gRPC threads it spawns), unless that leaves none.
     exo::dpdk::pin_to_non_lcore_cpus(original, lcore_ids);

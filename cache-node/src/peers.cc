@@ -1,4 +1,4 @@
-// gRPC implementation of Peers: DbNode.Fetch/Evict grouped by owning db node, Controller
+// gRPC implementation of Peers: DbNode.Fetch/Evict grouped by slot head (heads.h), Controller
 // Add/RemoveCacheRules for this cache node.
 #include "peers.h"
 
@@ -52,8 +52,8 @@ class GrpcPeers::Call {
 };
 
 GrpcPeers::GrpcPeers(const Cluster& cluster, std::string self_name,
-                     std::shared_ptr<const GrpcSecurity> security)
-    : cluster_(cluster), name_(std::move(self_name)), security_(std::move(security)) {}
+                     std::shared_ptr<const GrpcSecurity> security, const Heads& heads)
+    : cluster_(cluster), name_(std::move(self_name)), security_(std::move(security)), heads_(heads) {}
 
 void GrpcPeers::cancel_all() {
   std::lock_guard lock(mu_);
@@ -102,13 +102,14 @@ void GrpcPeers::controller_answered(size_t index, const grpc::Status& st) {
 
 namespace {
 
-// Splits keys into one request per owning db node (index into cluster.db_nodes).
+// Splits keys into one request per slot head (index into cluster.db_nodes). One table for the
+// whole call: a SetHeads meanwhile applies to the next one.
 template <typename Request>
-std::map<uint32_t, Request> by_owner(const Cluster& cluster, const std::string& self,
+std::map<uint32_t, Request> by_owner(const HeadsTable& heads, const std::string& self,
                                      const Keys& keys) {
   std::map<uint32_t, Request> out;
   for (const auto& k : keys) {
-    Request& req = out[cluster.owner_index(LruMap::hash_of(k))];
+    Request& req = out[heads.head_index(LruMap::hash_of(k))];
     req.add_keys(k);
     req.set_cache_node(self);
   }
@@ -119,7 +120,7 @@ std::map<uint32_t, Request> by_owner(const Cluster& cluster, const std::string& 
 
 FetchResult GrpcPeers::fetch(const Keys& keys) {
   FetchResult out;
-  for (auto& [idx, req] : by_owner<FetchRequest>(cluster_, name_, keys)) {
+  for (auto& [idx, req] : by_owner<FetchRequest>(*heads_.get(), name_, keys)) {
     FetchReply rep;
     Call call(*this, kRpcDeadline);
     const grpc::Status st = db_stub(idx).Fetch(call.ctx(), req, &rep);
@@ -136,7 +137,7 @@ FetchResult GrpcPeers::fetch(const Keys& keys) {
 
 std::string GrpcPeers::evict(const Keys& keys) {
   std::string err;
-  for (auto& [idx, req] : by_owner<EvictRequest>(cluster_, name_, keys)) {
+  for (auto& [idx, req] : by_owner<EvictRequest>(*heads_.get(), name_, keys)) {
     EvictReply rep;
     Call call(*this, kRpcDeadline);
     const grpc::Status st = db_stub(idx).Evict(call.ctx(), req, &rep);

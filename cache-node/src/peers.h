@@ -12,6 +12,7 @@
 #include "cluster.h"
 #include "exoproto/control.grpc.pb.h"
 #include "grpc_security.h"
+#include "heads.h"
 #include "key_rate.h"
 
 namespace exo::cache {
@@ -41,9 +42,10 @@ struct RuleOutcome {
 class Peers {
  public:
   virtual ~Peers() = default;
-  // DbNode.Fetch grouped by owner: from now on the db nodes propagate writes to these keys to us.
+  // DbNode.Fetch grouped by the head of each key's slot (heads.h): from now on the db nodes
+  // propagate writes to these keys to us.
   virtual FetchResult fetch(const Keys& keys) = 0;
-  // DbNode.Evict grouped by owner: the db nodes stop propagating writes to us. "" or an error.
+  // DbNode.Evict grouped by slot head: the db nodes stop propagating writes to us. "" or an error.
   virtual std::string evict(const Keys& keys) = 0;
   // Controller.AddCacheRules / RemoveCacheRules for this node. no_wait=false waits for the
   // switch to confirm.
@@ -53,11 +55,12 @@ class Peers {
 
 // The real peers over gRPC. Channels are created lazily (a peer may start after us). Every RPC
 // has a deadline; failures become error strings. Thread-safe. Channels use `security` (this
-// node's certificate; each peer's certificate name as the target-name override).
+// node's certificate; each peer's certificate name as the target-name override). Fetch and Evict
+// go to the heads in `heads` (the controller's SetHeads replaces them; control_heads.cc).
 class GrpcPeers final : public Peers {
  public:
   GrpcPeers(const Cluster& cluster, std::string self_name,
-            std::shared_ptr<const GrpcSecurity> security);
+            std::shared_ptr<const GrpcSecurity> security, const Heads& heads);
 
   FetchResult fetch(const Keys& keys) override;
   std::string evict(const Keys& keys) override;
@@ -81,6 +84,7 @@ class GrpcPeers final : public Peers {
   const Cluster& cluster_;
   const std::string name_;
   const std::shared_ptr<const GrpcSecurity> security_;
+  const Heads& heads_;
 
   std::mutex mu_;  // guards the stubs and the live calls
   std::vector<std::unique_ptr<exo::DbNode::Stub>> db_stubs_;

@@ -1,9 +1,9 @@
 // The CacheNode service's caller checks over mutual TLS (grpc_security.h): the real
 // ControlService served as "cache0" on a unix socket, called with certificates made at test time
 // (common/cpp/tests/test_pki.h) by each kind of peer. Every rpc refuses a role control.proto does
-// not allow it; Prepare/Commit/Abort come only from the db node owning the key's partition (or
-// the emulator hosting it); a REPORT only in the caller's own name; refusals are counted in
-// rpc_refused and change nothing. A caller without a certificate reaches every handler's check
+// not allow it; Prepare/Commit/Abort come only from the db node heading the key's slot (or the
+// emulator hosting it; the config's owner until SetHeads names another); a REPORT only in the
+// caller's own name; refusals are counted in rpc_refused and change nothing. A caller without a certificate reaches every handler's check
 // and is refused UNAUTHENTICATED there (rpc_refused); one with a certificate of another CA, or in
 // plaintext, fails the handshake, counted in tls_handshake_refused (grpc_log_hook.h).
 #include <gtest/gtest.h>
@@ -48,6 +48,8 @@ class ControlAuthzTest : public ::testing::Test {
     db1.emulator = "emu0";  // db1 has no certificate of its own: emu0 speaks for it
     cluster_.db_nodes = {db0, db1};
     cluster_.slot_owner = {0, 1};
+    uint64_t v = 0;
+    ASSERT_EQ(heads_.replace(HeadsTable::from_cluster(cluster_), &v), "");
     cluster_.proxies.push_back({"proxy0", "client0", ""});
     peers_.state = &state_;
     key0_ = key_of(0);
@@ -117,6 +119,18 @@ class ControlAuthzTest : public ::testing::Test {
     }
     return s;
   }
+  grpc::Status set_heads(const std::string& who, uint64_t version, const std::vector<std::string>& heads,
+                        uint64_t* held = nullptr) {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    exo::SetHeadsRequest req;
+    req.set_version(version);
+    for (const auto& h : heads) req.add_heads(h);
+    exo::SetHeadsReply rep;
+    grpc::Status s = as(who)->SetHeads(&ctx, req, &rep);
+    if (held != nullptr) *held = rep.version();
+    return s;
+  }
   std::string value_of(const std::string& key) {
     std::lock_guard lock(state_.mu);
     const auto* e = state_.map.find(key);
@@ -131,8 +145,10 @@ class ControlAuthzTest : public ::testing::Test {
   CpCounters cp_;
   DpCounters dp_;
   exo::cache::testing::FakePeers peers_;
+  // Built from cluster_ in SetUp (the config's owners) before any call reaches svc_.
+  Heads heads_{HeadsTable{}};
   HotList hot_{3000};
-  ControlService svc_{cluster_, "cache0", state_, cp_, peers_, hot_, [this] { return dp_; }};
+  ControlService svc_{cluster_, "cache0", state_, cp_, peers_, heads_, hot_, [this] { return dp_; }};
   std::shared_ptr<const exo::GrpcSecurity> security_;
   std::unique_ptr<grpc::Server> server_;
 };
@@ -145,6 +161,7 @@ std::map<std::string, grpc::Status> call_every_rpc(exo::CacheNode::Stub& stub) {
   exo::CachedKeysReply listed;
   exo::StatsReply stats;
   exo::ReportReply reported;
+  exo::SetHeadsReply heads;
   const std::map<std::string, Call> calls = {
       {"Cache", [&](auto* c) { return stub.Cache(c, {}, &keys); }},
       {"Evict", [&](auto* c) { return stub.Evict(c, {}, &keys); }},
@@ -156,6 +173,7 @@ std::map<std::string, grpc::Status> call_every_rpc(exo::CacheNode::Stub& stub) {
       {"Stats", [&](auto* c) { return stub.Stats(c, {}, &stats); }},
       {"Report", [&](auto* c) { return stub.Report(c, {}, &reported); }},
       {"Reset", [&](auto* c) { return stub.Reset(c, {}, &keys); }},
+      {"SetHeads", [&](auto* c) { return stub.SetHeads(c, {}, &heads); }},
   };
   std::map<std::string, grpc::Status> out;
   for (const auto& [name, call] : calls) {
@@ -336,3 +354,51 @@ TEST_F(ControlAuthzTest, InsecureDevModeServesPlaintextAndChecksNothing) {
 }
 
 }  // namespace
+
+// Design step 6: after a failover the controller names another head. The config's owner (db0)
+// is then refused like any other db node (the known-bad input), and the new head (db1, spoken
+// for by emu0) prepares and commits db0's old key. A bad or older table changes nothing.
+TEST_F(ControlAuthzTest, SetHeadsMovesTheOwnerCheckToTheNewHead) {
+  serve();
+  ASSERT_TRUE(cache("operator", key0_).ok());
+  exo::TxReply rep;
+  // Only the controller sets heads.
+  EXPECT_EQ(set_heads("operator", 5, {"db1", "db1"}).error_code(), Code::PERMISSION_DENIED);
+  EXPECT_EQ(set_heads("emu0", 5, {"db1", "db1"}).error_code(), Code::PERMISSION_DENIED);
+  // Bad tables are refused naming the field, and change nothing.
+  grpc::Status s = set_heads("controller", 5, {"db1"});
+  EXPECT_EQ(s.error_code(), Code::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("heads: 1 entries, want one per slot: 2"), std::string::npos) << s.error_message();
+  s = set_heads("controller", 5, {"db1", "db9"});
+  EXPECT_EQ(s.error_code(), Code::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("heads[1]: no db node named 'db9'"), std::string::npos) << s.error_message();
+  s = set_heads("controller", 0, {"db1", "db1"});
+  EXPECT_EQ(s.error_code(), Code::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("version:"), std::string::npos) << s.error_message();
+  ASSERT_TRUE(prepare("db0", key0_, 10, "still-db0", &rep).ok()) << "a refused table moved the check";
+  ASSERT_TRUE(finish("db0", false, key0_, 10).ok());
+
+  // db0 failed over: db1 heads both slots from version 5 on.
+  uint64_t held = 0;
+  ASSERT_TRUE(set_heads("controller", 5, {"db1", "db1"}, &held).ok());
+  EXPECT_EQ(held, 5u);
+  EXPECT_EQ(heads_.get()->version, 5u);
+  s = prepare("db0", key0_, 11, "poison", &rep);
+  EXPECT_EQ(s.error_code(), Code::PERMISSION_DENIED) << "the old owner may still write the cached value";
+  EXPECT_NE(s.error_message().find("owned by 'db1'"), std::string::npos) << s.error_message();
+  EXPECT_EQ(finish("db0", true, key0_, 11).error_code(), Code::PERMISSION_DENIED);
+  EXPECT_EQ(value_of(key0_), "old0");
+  ASSERT_TRUE(prepare("emu0", key0_, 12, "new0", &rep).ok());
+  EXPECT_TRUE(rep.ok() && rep.cached()) << rep.error();
+  ASSERT_TRUE(finish("emu0", true, key0_, 12).ok());
+  EXPECT_EQ(value_of(key0_), "new0");
+
+  // An older table (a deposed master's) is refused and the new head stays.
+  s = set_heads("controller", 4, {"db0", "db1"}, &held);
+  EXPECT_EQ(s.error_code(), Code::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("version: 4 is older"), std::string::npos) << s.error_message();
+  EXPECT_EQ(prepare("db0", key0_, 13, "poison", &rep).error_code(), Code::PERMISSION_DENIED);
+  // The same version again (a new master adopting the table) is accepted.
+  EXPECT_TRUE(set_heads("controller", 5, {"db1", "db1"}, &held).ok());
+  EXPECT_EQ(held, 5u);
+}

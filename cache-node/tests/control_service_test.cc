@@ -102,6 +102,8 @@ class ControlServiceTest : public ::testing::Test {
     db.grpc = db_addr_;
     cluster_.db_nodes.push_back(db);
     cluster_.slot_owner = {0, 0};
+    uint64_t v = 0;
+    ASSERT_EQ(heads_.replace(HeadsTable::from_cluster(cluster_), &v), "");
     ctl_.state = &state_;
     for (auto k : {"a", "b", "c", "d", "big"}) ctl_.key_of[LruMap::hash_of(k)] = k;
     db_.data = {{"a", "A"}, {"b", "B"}, {"c", "C"}, {"d", "D"}, {"big", std::string(1500, 'x')}};
@@ -194,10 +196,11 @@ class ControlServiceTest : public ::testing::Test {
   DpCounters dp_;
   FakeDb db_;
   FakeController ctl_;
-  GrpcPeers peers_{cluster_, "cache0", exo::GrpcSecurity::plaintext()};
+  Heads heads_{HeadsTable{}};  // the config's owners once SetUp built cluster_
+  GrpcPeers peers_{cluster_, "cache0", exo::GrpcSecurity::plaintext(), heads_};
   HotList hot_{3000};
   uint64_t now_ms_ = 10'000;
-  ControlService svc_{cluster_, "cache0", state_, cp_, peers_, hot_, [this] { return dp_; },
+  ControlService svc_{cluster_, "cache0", state_, cp_, peers_, heads_, hot_, [this] { return dp_; },
                       [this] { return now_ms_; }};
   std::unique_ptr<grpc::Server> server_;
 };
@@ -519,6 +522,67 @@ TEST_F(ControlServiceTest, EvictDuringFetchWinsOverALaterCommit) {
   EXPECT_EQ(rep.done(), 0u);
   EXPECT_EQ(state_.map.find("a"), nullptr) << "an evicted key came back through a commit";
   EXPECT_EQ(state_.keys.removing_count(), 0u);
+}
+
+// Fetch and Evict follow the heads the controller pushed (SetHeads), not the config's owner:
+// once db0's slots moved to db1, db0 is asked nothing and db1 gets both.
+TEST(ControlServiceHeadsTest, FetchAndEvictGoToThePushedHead) {
+  const std::string base = "/tmp/exo-cn-heads-" + std::to_string(getpid());
+  exo::Cluster cluster;
+  cluster.mtu = 1500;
+  cluster.partition_bits = 1;
+  cluster.security.insecure_dev_mode = true;
+  cluster.controller_grpc = "unix:" + base + "-ctl.sock";
+  for (const char* n : {"db0", "db1"}) {
+    exo::DbNodeInfo db;
+    db.name = n;
+    db.grpc = "unix:" + base + "-" + n + ".sock";
+    cluster.db_nodes.push_back(db);
+  }
+  cluster.slot_owner = {0, 0};
+  FakeDb db0, db1;
+  FakeController ctl;
+  db0.data = db1.data = {{"a", "A"}};
+  std::vector<std::unique_ptr<grpc::Server>> servers;
+  for (auto [addr, svc] : {std::pair<std::string, grpc::Service*>{cluster.db_nodes[0].grpc, &db0},
+                           std::pair<std::string, grpc::Service*>{cluster.db_nodes[1].grpc, &db1},
+                           std::pair<std::string, grpc::Service*>{cluster.controller_grpc, &ctl}}) {
+    unlink(addr.substr(5).c_str());
+    grpc::ServerBuilder b;
+    b.AddListeningPort(addr, grpc::InsecureServerCredentials());
+    b.RegisterService(svc);
+    servers.push_back(b.BuildAndStart());
+    ASSERT_TRUE(servers.back()) << addr;
+  }
+  CacheState state(4);
+  ctl.state = &state;
+  CpCounters cp;
+  DpCounters dp;
+  HotList hot(3000);
+  Heads heads(HeadsTable::from_cluster(cluster));
+  GrpcPeers peers(cluster, "cache0", exo::GrpcSecurity::plaintext(), heads);
+  ControlService svc(cluster, "cache0", state, cp, peers, heads, hot, [&] { return dp; });
+
+  exo::SetHeadsRequest set;
+  set.set_version(2);
+  set.add_heads("db1");
+  set.add_heads("db1");
+  exo::SetHeadsReply set_rep;
+  ASSERT_TRUE(svc.SetHeads(nullptr, &set, &set_rep).ok());
+  EXPECT_EQ(set_rep.version(), 2u);
+
+  exo::KeysRequest req;
+  req.add_keys("a");
+  exo::KeysReply rep;
+  ASSERT_TRUE(svc.Cache(nullptr, &req, &rep).ok());
+  EXPECT_EQ(rep.done(), 1u) << rep.error();
+  EXPECT_EQ(db1.fetched, Keys{"a"});
+  EXPECT_TRUE(db0.fetched.empty()) << "fetched from the config's owner, no longer the head";
+  rep.Clear();
+  ASSERT_TRUE(svc.Evict(nullptr, &req, &rep).ok());
+  EXPECT_EQ(db1.evicted, Keys{"a"});
+  EXPECT_TRUE(db0.evicted.empty());
+  for (auto& s : servers) s->Shutdown();
 }
 
 }  // namespace

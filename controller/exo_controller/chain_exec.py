@@ -9,6 +9,8 @@ Two threads:
   `exo node add|remove` request, a learner that caught up, a slot left without a read server;
   plans it (chain_plan) and runs the plan's steps in order:
 
+    PushHeads        -> CacheNode.SetHeads (each slot's new head) on every cache node not DOWN
+                        (retried for a while), right before ResetCacheNodes
     ResetCacheNodes  -> CacheNode.Reset on every cache node not DOWN (retried for a while)
     PushTable        -> DbNode.SetChains to every live node the table names, and to the nodes the
                         plan removed (so they stop acting), each with its incarnation; new
@@ -21,7 +23,14 @@ Adoption (at start and whenever this instance becomes master): the table is the 
 ChainStatus.table.version among the db nodes that answer; none (a fresh cluster): the config's
 chains as version 1 with the incarnations just read. A member of that table that does not answer,
 or answers with another incarnation, is taken out first (node_down). Then the table is pushed to
-every reachable node and every slot's rules are set from it.
+every reachable node and every slot's rules are set from it, and the table's heads are sent to
+every cache node (SetHeads).
+
+Cache nodes' heads outside a plan (between events, `_housekeeping`): a cache node not DOWN that
+has not accepted the current heads (a failed push, or it was DOWN and came back: it may have
+restarted with the config's heads) gets them, in the background (a late push of an old version
+is refused by the node, so it cannot undo a newer one); every HEADS_REFRESH_S all of them are sent
+again, for a cache node that restarted faster than its heartbeat noticed.
 
 Membership (`exo node add|remove`): starts as the config's member db nodes; a removed node stays
 out until it is added again. It lives in this process only (the design keeps it in etcd, step 9b):
@@ -47,6 +56,8 @@ PUSH_TIMEOUT = 1.0          # one SetChains
 PUSH_RETRY_S = 2.0          # a live node's push is retried this long, then the plan goes on
 RESET_TIMEOUT = 1.0
 RESET_RETRY_S = 2.0
+HEADS_TIMEOUT = 1.0         # one CacheNode.SetHeads
+HEADS_REFRESH_S = 5.0       # every cache node gets the current heads again this often
 PENDING_TIMEOUT_S = 5.0     # WaitPendingZero gives up (the plan stops; restore_readers follows)
 HANDOVER_BACKOFF_S = 5.0    # after a hand-over stopped, the learner's next try waits this long
                             # (the slot's GETs are BUSY while one waits: do not loop on it)
@@ -56,6 +67,12 @@ ADOPT_GRACE_S = 5.0         # adoption waits this long after the first answer fo
 
 class StepFailed(RuntimeError):
     pass
+
+
+def _final(why: str) -> bool:
+    """A SetHeads failure that a resend cannot change: the cache node holds newer heads (another
+    master's), or it is a build without SetHeads (it follows the config's owners)."""
+    return "FAILED_PRECONDITION" in why or "UNIMPLEMENTED" in why
 
 
 @dataclass
@@ -91,6 +108,12 @@ class ChainExecutor:
         self.store_failures = 0
         self._busy = threading.Event()
         self._handover_after: dict[str, float] = {}  # learner -> no hand-over try before this time
+        # Cache nodes' heads (CacheNode.SetHeads): the last heads pushed, and per cache node the
+        # version it accepted from us (guarded by _lock: background pushes write it).
+        self._heads: Optional[cp.PushHeads] = None
+        self._heads_sent: dict[str, int] = {}
+        self._heads_inflight: set[str] = set()
+        self._heads_refresh_at = 0.0
         # metrics
         self.reconfigurations = 0
         self.plans_refused = 0
@@ -251,6 +274,11 @@ class ChainExecutor:
         self.table = table
         self.adoptions += 1
         self._push(cp.PushTable(table))  # also saves it in etcd (_save)
+        # A cache node may still route by an older master's heads or the config's: send ours
+        # (in the background; ones not answering yet get them from _housekeeping).
+        with self._lock:
+            self._heads, self._heads_sent = cp.heads_step(table), {}
+        self._heads_in_background()
         self._moves(cp.rule_moves(table))
         self._adopted = True
 
@@ -328,6 +356,8 @@ class ChainExecutor:
         if self._reapply and self._adopted:
             self._reapply = False
             self._moves(cp.rule_moves(self.table))
+        if self._adopted:
+            self._heads_in_background()
         plan = cp.restore_readers(self.table)
         if not plan.empty:
             self._execute(plan)
@@ -386,7 +416,9 @@ class ChainExecutor:
                     self._moves(list(plan.steps[i:j]))
                     i = j
                     continue
-                if isinstance(step, cp.ResetCacheNodes):
+                if isinstance(step, cp.PushHeads):
+                    self._push_heads(step)
+                elif isinstance(step, cp.ResetCacheNodes):
                     self._reset_caches(step)
                 elif isinstance(step, cp.PushTable):
                     self._push(step)
@@ -404,6 +436,74 @@ class ChainExecutor:
         self.reconfigurations += 1
         LOG.warning("%s", cp.describe(self.table))
         return True
+
+    def _cache_states(self) -> dict[str, str]:
+        """Each cache node's liveness state (monitor.py; "up" without a monitor)."""
+        states = self.app.monitor.states() if getattr(self.app, "monitor", None) is not None else {}
+        return {c: states.get(c, "up") for c in self.cache_nodes}
+
+    def _push_heads(self, step: cp.PushHeads) -> None:
+        """A plan's PushHeads: SetHeads on every cache node not DOWN, retried for RESET_RETRY_S,
+        before the plan's Reset and push (chain_plan, rule 1)."""
+        with self._lock:
+            self._heads = step
+        targets = [c for c, st in self._cache_states().items() if st != "down"]
+        deadline = self.clock() + RESET_RETRY_S
+        while targets:
+            futs = {c: self._pool.submit(self._set_heads, c, step) for c in targets}
+            failed = [(c, w) for c, f in futs.items() if (w := f.result())]
+            targets = [c for c, w in failed if not _final(w)]
+            if targets and self.clock() >= deadline:
+                LOG.error("cache nodes %s did not take the heads of v%d before the new heads take writes: %s",
+                          ", ".join(targets), step.version, "; ".join(f"{c}: {w}" for c, w in failed))
+                return
+            if targets:
+                self._stop.wait(0.1)
+
+    def _set_heads(self, node: str, step: cp.PushHeads, level: int = logging.WARNING) -> str:
+        """One SetHeads; "" or why it failed. Records the version the node accepted."""
+        try:
+            held = self.peers.set_heads(node, step.version, step.heads, HEADS_TIMEOUT)
+        except Exception as err:  # noqa: BLE001 - the caller retries or _housekeeping does
+            why = describe(err)
+            LOG.log(level, "SetHeads v%d to cache node %s failed: %s", step.version, node, why)
+            if _final(why):
+                with self._lock:  # not again before the refresh
+                    self._heads_sent[node] = step.version
+            return why
+        with self._lock:
+            self._heads_sent[node] = held
+        return ""
+
+    def _heads_in_background(self) -> None:
+        """Send the current heads to the cache nodes that need them (chain_plan.heads_due), without
+        waiting: a cache node that does not answer must not hold up the executor."""
+        states = self._cache_states()
+        now = self.clock()
+        with self._lock:
+            step = self._heads
+            if step is None:
+                return
+            if now >= self._heads_refresh_at:
+                self._heads_refresh_at = now + HEADS_REFRESH_S
+                self._heads_sent = {}
+            for n, st in states.items():
+                if st == "down":
+                    self._heads_sent.pop(n, None)  # back later (maybe restarted): send again
+            due = [n for n in cp.heads_due(states, self._heads_sent, step.version) if n not in self._heads_inflight]
+            self._heads_inflight.update(due)
+        for n in due:
+            try:
+                self._pool.submit(self._set_heads_bg, n, step)
+            except RuntimeError:
+                return  # pool shut down: stopping
+
+    def _set_heads_bg(self, node: str, step: cp.PushHeads) -> None:
+        try:
+            self._set_heads(node, step, logging.DEBUG)  # retried every HEARTBEAT_S: do not flood the log
+        finally:
+            with self._lock:
+                self._heads_inflight.discard(node)
 
     def _reset_caches(self, step: cp.ResetCacheNodes) -> None:
         states = self.app.monitor.states() if getattr(self.app, "monitor", None) is not None else {}

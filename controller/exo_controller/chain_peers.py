@@ -1,5 +1,6 @@
 """The gRPC calls of the chain executor (chain_exec.py): DbNode.ChainStatus and DbNode.SetChains,
-plus CacheNode.Reset (inherited from monitor.GrpcPeers), as `controller` over mutual TLS."""
+CacheNode.SetHeads, plus CacheNode.Reset (inherited from monitor.GrpcPeers), as `controller` over
+mutual TLS."""
 from __future__ import annotations
 
 from . import chain_plan
@@ -21,3 +22,11 @@ class ChainPeers(GrpcPeers):
         from exoproto import control_pb2
         req = control_pb2.SetChainsRequest(table=chain_plan.to_msg(table, control_pb2), incarnation=incarnation)
         return self._db_stub(node).SetChains(req, timeout=timeout).version
+
+    def set_heads(self, node: str, version: int, heads, timeout: float) -> int:
+        """CacheNode.SetHeads: each slot's head (slot order) from the table of `version`; returns
+        the version the cache node acts on (raises grpc.RpcError: FAILED_PRECONDITION when it
+        holds a newer one)."""
+        from exoproto import control_pb2
+        req = control_pb2.SetHeadsRequest(version=version, heads=list(heads))
+        return self._cache_stub(node).SetHeads(req, timeout=timeout).version

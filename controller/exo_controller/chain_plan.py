@@ -15,6 +15,10 @@ The ordering rules every plan follows:
 1. `ResetCacheNodes` comes before the push of any table that names a new head for some slot:
    a cache node may hold entries the old head marked and pending writes with its txids; once the
    new head takes an uncached write of such a key, the cache node would serve the old value.
+   `PushHeads` (CacheNode.SetHeads) comes right before it: after the Reset a cache node fetches
+   again, and it must ask the new head (not the old one, which still acts as head until the push
+   and would mark the key for a node whose entry the new head never learns of), and accept the
+   new head's Prepare/Commit once the push made it head.
 2. `MoveRules` comes after the push that makes the rule's target act on its new role (a write
    reaching a head that does not know it is one only costs a resend, but it is wasted).
 3. A slot is never left with no node: such a plan is refused (PlanError names the slot).
@@ -78,6 +82,14 @@ class ChainTable:
 
 
 @dataclass(frozen=True)
+class PushHeads:
+    """CacheNode.SetHeads(version, heads) on every cache node not DOWN: each slot's head, from
+    the table of `version` (the cache nodes route Fetch/Evict and check Prepare by it)."""
+    version: int
+    heads: tuple[str, ...]  # slot order
+
+
+@dataclass(frozen=True)
 class ResetCacheNodes:
     """CacheNode.Reset on every cache node (drops everything: blunt, but one RPC each)."""
     slots: tuple[int, ...]  # the slots whose head changes (for the log)
@@ -116,7 +128,7 @@ class Wait:
     seconds: float
 
 
-Step = Union[ResetCacheNodes, PushTable, MoveRules, WaitPendingZero, Wait]
+Step = Union[PushHeads, ResetCacheNodes, PushTable, MoveRules, WaitPendingZero, Wait]
 
 
 @dataclass(frozen=True)
@@ -154,6 +166,7 @@ def _transition(old: ChainTable, new_slots: list[SlotChain], members: Mapping[st
     steps: list[Step] = []
     heads_changed = tuple(i for i, (a, b) in enumerate(zip(old.slots, table.slots)) if a.head != b.head)
     if heads_changed:
+        steps.append(heads_step(table))
         steps.append(ResetCacheNodes(heads_changed))
     new_learners = sorted({n for a, b in zip(old.slots, table.slots) for n in b.learners if n not in a.learners})
     steps.append(PushTable(table, removed, tuple(new_learners)))
@@ -169,6 +182,20 @@ def _moves(old: ChainTable, new: ChainTable) -> list[MoveRules]:
         if read is not None or head is not None:
             out.append(MoveRules(i, read, head))
     return out
+
+
+def heads_step(table: ChainTable) -> PushHeads:
+    """The SetHeads push of `table`'s heads (also what a master sends at adoption and to a cache
+    node that comes back)."""
+    return PushHeads(table.version, tuple(s.head for s in table.slots))
+
+
+def heads_due(states: Mapping[str, str], sent: Mapping[str, int], version: int) -> list[str]:
+    """The cache nodes to send heads `version` now, sorted: every one not "down" in `states`
+    (node -> liveness state) that has not accepted that version from us (`sent`: node -> the
+    version it last accepted). The caller forgets `sent` of a node it sees down, so one that
+    comes back (maybe restarted with the config's heads) gets them again."""
+    return sorted(n for n, st in states.items() if st != "down" and sent.get(n) != version)
 
 
 def rule_moves(table: ChainTable) -> list[MoveRules]:

@@ -4,7 +4,11 @@
 
 1. kill_db_disk: db0 is killed with SIGKILL and its data directory deleted. The controller
    declares it DOWN, removes it from every chain and moves the rules: `failover_s` is kill ->
-   every slot writable and readable again (a probe writes and reads one key per slot).
+   every slot writable and readable again (a probe writes and reads one key per slot). Then
+   the cache nodes follow the new heads (CacheNode.SetHeads, design step 6): a key of a slot
+   db0 headed is cached from the slot's new head (db0 is dead: with the config's owners the
+   Fetch fails), and a write of it through the new head reaches the cached copy (its Prepare
+   and Commit accepted from the new head).
 2. rejoin: db0 restarts on an empty disk, a new incarnation: it joins every chain as a learner,
    copies each slot from its read server and takes over as its tail: `rejoin_s` is restart ->
    db0 a node (and read server) of every slot again, no learner left.
@@ -124,6 +128,30 @@ def all_slots_served(cl, since: float, timeout: float = STEP_TIMEOUT_S) -> dict:
     return {"s": round(max(done.values()) - since, 3), "slowest_slot": max(done, key=done.get)}
 
 
+def cache_follows_new_head(cl, dead: str) -> dict:
+    """A key of a slot `dead` headed in the config: cached through the CacheNode `Cache` RPC (a
+    Fetch from the slot's head) and then written; the GET must return the new value from the
+    cache node. Raises AssertionError when either does not happen."""
+    chains = cl.cfg.chains()
+    slot, key = next((s, k) for s, k in sorted(slot_keys().items()) if chains[s][0] == dead)
+    node = cl.cfg.cache_nodes[0].name
+    before = cl.stubs.stats(node)
+    with cl.client("client1", timeout=0.2, retries=3) as c:
+        c.set(key, b"before-cache")
+        rep = cl.stubs.cache(node).Cache(pb.KeysRequest(keys=[key]), timeout=10)
+        assert rep.done == 1, f"slot {slot}: {key!r} not cached from its new head: {rep}"
+        c.set(key, b"after-cache")
+        got = c.get(key)
+    after = cl.stubs.stats(node)
+    held = key in cl.stubs.cached_keys(node)
+    out = {"slot": slot, "config_head": dead, "head_now": chains_now(cl, chains[slot][1])[slot][0],
+           "cached": held, "read_after_write": (got or b"").decode(),
+           "commits": after.get("commits", 0) - before.get("commits", 0),
+           "cache_hits": after.get("hits", 0) - before.get("hits", 0)}
+    assert got == b"after-cache" and held and out["commits"] >= 1, out
+    return out
+
+
 def chain_status(cl, node: str):
     return cl.stubs.db(node).ChainStatus(pb.StatsRequest(), timeout=5)
 
@@ -181,6 +209,7 @@ def test_kill_rejoin_remove_add_lose_nothing(rf3_cluster):
         st = cl.stubs.controller_stats()
         res["controller_last_failover_s"] = st.get("last_failover_ms", 0) / 1000.0  # Stats are whole numbers
         res["db_node_downs"] = st.get("db_node_downs", 0)
+        res["cache_follows_new_head"] = cache_follows_new_head(cl, "db0")
         time.sleep(1.0)
 
         # 2. rejoin on an empty disk: learner, copy, hand-over

@@ -1,7 +1,8 @@
 """The chain executor (exo_controller.chain_exec) driven step by step against in-memory db nodes
 that follow the SetChains contract (refuse another incarnation or an older version): adoption of
-a fresh cluster and of a live table, a failover (reset before the push naming the new head, rules
-after it), a restart rejoining as a learner and its hand-over, `exo node add|remove`, and the
+a fresh cluster and of a live table (the cache nodes get its heads), a failover (cache nodes
+learn the new heads, then are reset, before the push naming the new head; rules after it), a
+cache node that comes back getting the heads, a restart rejoining as a learner and its hand-over, `exo node add|remove`, and the
 known-bad: a removal that would leave a slot with no node is refused and changes nothing."""
 import types
 
@@ -27,6 +28,9 @@ class FakePeers:
     def __init__(self, names):
         self.db = {n: FakeDb(n, 100 + i) for i, n in enumerate(names)}
         self.log = []
+        self.heads = {}  # cache node -> (version, heads) it holds, as exo-cache-node keeps them
+        self.cache_dead = set()
+        self.cache_old_build = set()
 
     def chain_status(self, node, timeout):
         d = self.db[node]
@@ -48,6 +52,18 @@ class FakePeers:
     def reset(self, node, timeout):
         self.log.append(("reset", node))
         return 0
+
+    def set_heads(self, node, version, heads, timeout):
+        if node in self.cache_dead:
+            raise TimeoutError(f"{node} does not answer")
+        if node in self.cache_old_build:
+            raise RuntimeError("UNIMPLEMENTED: unknown method SetHeads")
+        held = self.heads.get(node, (0, ()))
+        if version < held[0]:
+            raise RuntimeError("FAILED_PRECONDITION: older")
+        self.heads[node] = (version, tuple(heads))
+        self.log.append(("heads", node, version))
+        return version
 
 
 class FakeApp:
@@ -112,9 +128,22 @@ def beat(ex, clock, rounds=1):
     ex._housekeeping()
 
 
+def drain(ex):
+    """Wait for the background SetHeads pushes (the executor's pool)."""
+    import time
+    for _ in range(200):
+        with ex._lock:
+            if not ex._heads_inflight:
+                return
+        time.sleep(0.005)
+    raise AssertionError("SetHeads still in flight")
+
+
 def test_fresh_cluster_adopts_the_config_chains_and_pushes_them():
     ex, peers, clock = make()
     ex._adopt()
+    drain(ex)
+    assert peers.heads == {c: (1, ("d0", "d1", "d2", "d0")) for c in ("c1", "c2")}
     assert ex.table.version == 1 and ex.table.slots[0] == cp.SlotChain(("d0", "d1", "d2"), (), "d2")
     assert ex.table.members == {"d0": 100, "d1": 101, "d2": 102}
     assert sorted(e for e in peers.log if e[0] == "push") == [("push", n, 1) for n in ("d0", "d1", "d2")]
@@ -150,7 +179,11 @@ def test_failover_resets_caches_before_pushing_new_heads_and_moves_rules_after()
     first_push = next(i for i, e in enumerate(peers.log) if e[0] == "push")
     first_reset = next(i for i, e in enumerate(peers.log) if e[0] == "reset")
     first_move = next(i for i, e in enumerate(peers.log) if e[0] == "move")
-    assert first_reset < first_push < first_move
+    # both cache nodes hold the new heads before either is reset, and before the new head acts
+    last_heads = max(i for i, e in enumerate(peers.log) if e[:1] == ("heads",) and e[2] == 2)
+    assert {e[1] for e in peers.log if e[0] == "heads" and e[2] == 2} == {"c1", "c2"}
+    assert last_heads < first_reset < first_push < first_move
+    assert peers.heads["c1"] == (2, tuple(s.head for s in ex.table.slots)) and peers.heads["c1"][1][0] == "d1"
     assert ("push", "d0", 2) not in peers.log  # a dead node is not waited for
     m = ex.metrics()
     assert m["db_nodes_down"] == 1 and m["chain_reconfigurations"] == 1 and m["last_failover_s"] == pytest.approx(0.1)
@@ -351,3 +384,50 @@ def test_with_etcd_a_new_master_keeps_a_removed_node_out_and_saves_every_push():
             ex2._store, ex2.app.failover = store, object()
         ex2._adopt()
         assert ("d2" in ex2.membership) is (not with_store)
+
+
+def test_a_cache_node_that_was_down_gets_the_current_heads_when_it_comes_back():
+    ex, peers, clock = make()
+    states = {"c1": "up", "c2": "up"}
+    ex.app.monitor = types.SimpleNamespace(states=lambda: dict(states))
+    ex._adopt()
+    drain(ex)
+    beat(ex, clock)
+    states["c2"] = "down"
+    peers.cache_dead.add("c2")
+    peers.db["d0"].alive = False
+    beat(ex, clock, rounds=2)  # failover while c2 is down: it is not waited for
+    drain(ex)
+    assert peers.heads["c1"][0] == 2 and peers.heads["c2"][0] == 1
+    # c2 restarted: the config's heads again, then it answers (REJOINING)
+    peers.cache_dead.discard("c2")
+    peers.heads.pop("c2")
+    states["c2"] = "rejoining"
+    beat(ex, clock)
+    drain(ex)
+    assert peers.heads["c2"] == peers.heads["c1"] == (2, tuple(s.head for s in ex.table.slots))
+    # a cache node that restarted unnoticed (never DOWN) gets them at the next refresh
+    peers.heads.pop("c1")
+    clock.t += 5.0  # HEADS_REFRESH_S
+    beat(ex, clock)
+    drain(ex)
+    assert peers.heads["c1"][0] == 2
+
+
+def test_a_cache_node_without_set_heads_does_not_hold_up_a_failover():
+    """A build without SetHeads (UNIMPLEMENTED) cannot learn heads: no retries for it, while a
+    cache node that does not answer is retried (RESET_RETRY_S) before the reset and the push."""
+    ex, peers, clock = make()
+    peers.cache_old_build.add("c2")
+    ex._adopt()
+    drain(ex)
+    beat(ex, clock)
+    peers.db["d0"].alive = False
+    beat(ex, clock, rounds=2)
+    assert ex.last_failover_s == pytest.approx(0.1) and peers.heads["c1"][0] == 2
+    peers.db["d0"].alive, peers.cache_dead = True, {"c1"}
+    peers.db["d0"].inc, peers.db["d0"].table = 901, pb.ChainTableMsg()
+    beat(ex, clock)  # d0 joins as a learner: no head changes, no SetHeads
+    peers.db["d1"].alive = False
+    beat(ex, clock, rounds=2)  # d1 heads slots 0 and 1 now: c1 is retried, then the plan goes on
+    assert ex.last_failover_s >= 2.0 and "d1" not in ex.table.members

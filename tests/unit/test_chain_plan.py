@@ -1,14 +1,15 @@
 """The chain planners (exo_controller.chain_plan): known cases, the known-bad (removing a chain's
 last node is refused), and property tests over random event sequences on small clusters: every
-chain keeps a node, a new head is preceded by a cache reset, rule moves follow the push that
+chain keeps a node, a new head is preceded by the cache nodes learning it (PushHeads) and then a
+cache reset, the cache nodes' heads always end as the table's, rule moves follow the push that
 makes their target act, and replaying a plan or its event changes nothing."""
 import random
 
 import pytest
 
 from exo_controller import chain_plan as cp
-from exo_controller.chain_plan import (MoveRules, PlanError, PushTable, ResetCacheNodes, SlotChain, Wait,
-                                       WaitPendingZero)
+from exo_controller.chain_plan import (MoveRules, PlanError, PushHeads, PushTable, ResetCacheNodes, SlotChain,
+                                       Wait, WaitPendingZero)
 from exo_common.partitions import chain_table
 
 INC = {"d0": 10, "d1": 11, "d2": 12, "d3": 13}
@@ -32,8 +33,10 @@ def test_initial_table_reads_at_the_tail():
 
 def test_head_down_resets_caches_then_pushes_then_moves_rules():
     plan = cp.node_down(table3(), "d0")
-    assert kinds(plan) == ["ResetCacheNodes", "PushTable", "MoveRules", "MoveRules"]
-    assert plan.steps[0] == ResetCacheNodes((0,))
+    assert kinds(plan) == ["PushHeads", "ResetCacheNodes", "PushTable", "MoveRules", "MoveRules"]
+    assert plan.steps[0] == PushHeads(2, ("d1", "d1", "d2"))  # the cache nodes learn the new head first
+    assert plan.steps[1] == ResetCacheNodes((0,))
+    plan = cp.Plan(plan.table, plan.steps[1:], plan.why)  # the rest as before heads were pushed
     t = plan.table
     assert t.version == 2 and "d0" not in t.members
     assert t.slots[0] == SlotChain(("d1", "d2"), (), "d2")      # head -> next is head
@@ -93,7 +96,8 @@ def test_join_then_catch_up_hands_over_in_two_pushes():
 def test_restarted_node_is_removed_then_joins_as_a_learner():
     t = cp.initial_table([["d0", "d1"], ["d1", "d0"]], {"d0": 1, "d1": 2})
     plan = cp.node_joined(t, "d0", 5, rf=2)
-    assert kinds(plan) == ["ResetCacheNodes", "PushTable", "MoveRules", "MoveRules", "PushTable"]
+    assert kinds(plan) == ["PushHeads", "ResetCacheNodes", "PushTable", "MoveRules", "MoveRules", "PushTable"]
+    assert plan.steps[0] == PushHeads(2, ("d1", "d1"))
     assert plan.table.slots[0] == SlotChain(("d1",), ("d0",), "d1") and plan.table.members["d0"] == 5
     assert plan.table.version == 3
     assert cp.node_joined(plan.table, "d0", 5, rf=2).empty
@@ -123,18 +127,28 @@ class World:
         self.resets = 0
         self.rules = {i: (s.read_server, s.head) for i, s in enumerate(table.slots)}
         self.reset_since_push: set[int] = set()
+        # the heads the cache nodes route by (adoption sent the table's), and what they held when
+        # last reset
+        self.cache_heads = (table.version, tuple(s.head for s in table.slots))
+        self.heads_at_reset = self.cache_heads[1]
 
     def run(self, steps, check=True):
         for step in steps:
-            if isinstance(step, ResetCacheNodes):
+            if isinstance(step, PushHeads):
+                if step.version >= self.cache_heads[0]:  # a cache node refuses an older version
+                    self.cache_heads = (step.version, step.heads)
+            elif isinstance(step, ResetCacheNodes):
                 self.resets += 1
                 self.reset_since_push |= set(step.slots)
+                self.heads_at_reset = self.cache_heads[1]
             elif isinstance(step, PushTable):
                 new = step.table
                 if check:
                     for i, (a, b) in enumerate(zip(self.pushed.slots, new.slots)):
                         if a.head != b.head:
                             assert i in self.reset_since_push, f"slot {i}: new head pushed without a cache reset"
+                            assert self.heads_at_reset[i] == b.head, \
+                                f"slot {i}: cache nodes reset (and pushed the table) before they learnt head {b.head!r}"
                     assert new.version >= self.pushed.version
                 for n in new.recipients() + list(step.removed):
                     old = self.accepted.get(n)
@@ -151,7 +165,7 @@ class World:
                 self.rules[step.slot] = (step.read_server or read, step.head or head)
 
     def snapshot(self):
-        return ({n: t.version for n, t in self.accepted.items()}, self.pushed, dict(self.rules))
+        return ({n: t.version for n, t in self.accepted.items()}, self.pushed, dict(self.rules), self.cache_heads)
 
 
 def _random_events(rng, table, nodes, rf, n):
@@ -208,6 +222,8 @@ def test_random_event_sequences_keep_the_invariants(seed):
         world.run(plan.steps[start:], check=False)
         assert world.snapshot() == after
         # and the rules follow the final table wherever it names a reader
+        # the cache nodes route by the table's heads
+        assert world.cache_heads[1] == tuple(s.head for s in plan.table.slots)
         for i, s in enumerate(plan.table.slots):
             read, head = world.rules[i]
             assert head == s.head
@@ -223,14 +239,21 @@ def test_random_event_sequences_keep_the_invariants(seed):
 
 
 def test_the_property_checker_rejects_misordered_plans():
-    """Known-bad plans: the World checker must catch a push of a new head without a reset, and a
-    rule move ahead of its push, or the properties above prove nothing."""
+    """Known-bad plans: the World checker must catch a push of a new head without a reset, the
+    cache nodes' heads missing or sent after the reset or the push, and a rule move ahead of its
+    push, or the properties above prove nothing."""
     plan = cp.node_down(table3(), "d0")
-    reset, push, *moves = plan.steps
+    heads, reset, push, *moves = plan.steps
     with pytest.raises(AssertionError, match="without a cache reset"):
-        World(table3()).run([push, *moves])
+        World(table3()).run([heads, push, *moves])
+    with pytest.raises(AssertionError, match="before they learnt head 'd1'"):
+        World(table3()).run([reset, push, *moves])  # SetHeads missing
+    with pytest.raises(AssertionError, match="before they learnt head 'd1'"):
+        World(table3()).run([reset, heads, push, *moves])  # SetHeads after the Reset
+    with pytest.raises(AssertionError, match="before they learnt head 'd1'"):
+        World(table3()).run([reset, push, heads, *moves])  # SetHeads after the push
     with pytest.raises(AssertionError, match="write rule moved before the push"):
-        World(table3()).run([reset, *moves, push])
+        World(table3()).run([heads, reset, *moves, push])
 
 
 def test_restore_readers_after_a_halted_hand_over():
@@ -246,4 +269,13 @@ def test_new_learners_are_told_last():
     t = cp.node_down(table3(), "d0").table
     push = cp.node_joined(t, "d3", 7, rf=3).steps[0]
     assert push.learners_last == ("d3",)
-    assert cp.node_down(table3(), "d1").steps[1].learners_last == ()
+    assert cp.node_down(table3(), "d1").steps[2].learners_last == ()
+
+
+def test_heads_step_and_which_cache_nodes_get_heads():
+    t = cp.node_down(table3(), "d0").table
+    assert cp.heads_step(t) == PushHeads(t.version, ("d1", "d1", "d2"))
+    states = {"c1": "up", "c2": "down", "c3": "rejoining", "c4": "up"}
+    # c1 has this version; c2 is down (nobody to tell); c3 came back; c4 has an older one
+    assert cp.heads_due(states, {"c1": 2, "c4": 1}, 2) == ["c3", "c4"]
+    assert cp.heads_due(states, {"c1": 2, "c3": 2, "c4": 2}, 2) == []
