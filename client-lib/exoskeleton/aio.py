@@ -105,11 +105,13 @@ class AsyncClient(BaseClient):
 
     def __init__(self, iface: Optional[str] = None, *, transport: str = "raw", proxy=None, timeout: float = 0.25,
                  retries: int = 4, mtu: int = 1500, udp_port: int = 7777, service_ip: str = "10.0.0.254",
-                 window: int = 32, client_id: Optional[int] = None, io=None, serializer=None, deserializer=None):
+                 window: int = 32, client_id: Optional[int] = None, io=None, serializer=None, deserializer=None,
+                 busy_budget: float = dispatch.BUSY_BUDGET_S):
         self._reader: Optional[tuple] = None  # (loop, session, fd) the reply socket is registered with
         super().__init__(iface, timeout=timeout, retries=retries, mtu=mtu, udp_port=udp_port,
                          service_ip=service_ip, window=window, client_id=client_id, io=io,
-                         serializer=serializer, deserializer=deserializer, transport=transport, proxy=proxy)
+                         serializer=serializer, deserializer=deserializer, transport=transport, proxy=proxy,
+                         busy_budget=busy_budget)
         if not self._s.proxied and not callable(getattr(self._s.io, "fileno", None)):
             raise TypeError("AsyncClient needs an I/O with fileno() (a descriptor readable when a reply is there)")
 

@@ -75,7 +75,8 @@ class BaseClient:
 
     def __init__(self, iface: Optional[str], *, timeout: float, retries: int, mtu: int, udp_port: int,
                  service_ip: str, window: int, client_id: Optional[int], io, serializer: Optional[Serializer],
-                 deserializer: Optional[Deserializer], transport: str = "raw", proxy=None):
+                 deserializer: Optional[Deserializer], transport: str = "raw", proxy=None,
+                 busy_budget: float = dispatch.BUSY_BUDGET_S):
         if window < 1:
             raise ValueError("window must be at least 1")
         if transport not in TRANSPORTS:
@@ -94,6 +95,9 @@ class BaseClient:
         self.iface = iface
         self.timeout = timeout
         self.retries = retries
+        if busy_budget < 0:
+            raise ValueError("busy_budget must be at least 0 (seconds)")
+        self.busy_budget = busy_budget  # a BUSY is retried until this long after the first send
         self.max_kv = wire.max_kv_bytes(mtu)
         self.udp_port = udp_port
         self.service_ip = socket.inet_aton(service_ip)  # accepted, unused (see Client's doc)
@@ -112,7 +116,9 @@ class BaseClient:
 
     # ---- the Session: one per process (a forked child gets its own) ----
     def _new_session(self, io, client_id: Optional[int]) -> dispatch.Session:
-        return dispatch.Session(io, client_id, self.udp_port)
+        s = dispatch.Session(io, client_id, self.udp_port)
+        s.busy_budget = self.busy_budget
+        return s
 
     def _new_proxy_session(self, address: proxy_transport.Address):
         raise NotImplementedError

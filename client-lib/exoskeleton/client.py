@@ -115,7 +115,7 @@ class Client(BaseClient):
     `transport="proxy"`, through the host's exo-proxy at `proxy=` (a unix socket path such as
     "/run/exo-proxy.sock", or "127.0.0.1:11211", the default): no capability needed, same calls,
     results and exceptions (proxy_transport.py). The proxy transport takes timeout, retries
-    (how long to wait for the proxy: timeout x (1 + retries) + 1 s), mtu, window and the
+    (how long to wait for the proxy: proxy_transport.wait_budget), mtu, window and the
     serializer hooks; iface, io, client_id, history and native=True are the raw transport's.
 
     Thread-safe: threads may share one Client; each call gets its own replies (see the module
@@ -143,7 +143,8 @@ class Client(BaseClient):
     def __init__(self, iface: Optional[str] = None, *, transport: str = "raw", proxy=None, timeout: float = 0.25,
                  retries: int = 4, mtu: int = 1500, udp_port: int = 7777, service_ip: str = "10.0.0.254",
                  window: int = 32, client_id: Optional[int] = None, io=None, history=None,
-                 history_name: str = "", native: Optional[bool] = None, serializer=None, deserializer=None):
+                 history_name: str = "", native: Optional[bool] = None, serializer=None, deserializer=None,
+                 busy_budget: float = dispatch.BUSY_BUDGET_S):
         if transport == "proxy" and (history is not None or native):
             raise ValueError("history= and native=True are for transport='raw' (they work on raw frames); "
                              "transport='proxy' leaves the frames to exo-proxy")
@@ -156,10 +157,13 @@ class Client(BaseClient):
         self._native_wanted = native
         super().__init__(iface, timeout=timeout, retries=retries, mtu=mtu, udp_port=udp_port,
                          service_ip=service_ip, window=window, client_id=client_id, io=io,
-                         serializer=serializer, deserializer=deserializer, transport=transport, proxy=proxy)
+                         serializer=serializer, deserializer=deserializer, transport=transport, proxy=proxy,
+                         busy_budget=busy_budget)
 
     def _new_session(self, io, client_id: Optional[int]) -> ThreadSession:
-        return ThreadSession(io, client_id, self.udp_port)
+        s = ThreadSession(io, client_id, self.udp_port)
+        s.busy_budget = self.busy_budget
+        return s
 
     def _new_proxy_session(self, address: proxy_transport.Address) -> proxy_transport.ProxySession:
         return proxy_transport.ProxySession(address)
@@ -325,7 +329,7 @@ class Client(BaseClient):
     def _execute_native(self, s: ThreadSession, requests: list[Request], timeout: float) -> list[Result]:
         before = s.native.stats()
         raw, s.seq = s.native.execute([(r.op, r.key, r.value) for r in requests], timeout, self.retries,
-                                      self.window, s.seq)
+                                      self.window, s.seq, self.busy_budget)
         after = s.native.stats()
         for k in s.stats:
             s.stats[k] += after[k] - before[k]

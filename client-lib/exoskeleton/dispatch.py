@@ -23,6 +23,12 @@ from typing import Optional
 from . import wire
 from .request import Request, Result
 
+# A BUSY is retried while attempts <= retries, and past that until this long after the request
+# was first sent: a chain's hand-over to a new tail leaves its slot without a read server for a
+# little over 1 s (GETs BUSY, docs/replication.md), and a BUSY is never applied, so waiting it
+# out costs latency, not correctness. The native engine's EngineOptions::busy_budget_s is the same.
+BUSY_BUDGET_S = 2.0
+
 STAT_NAMES = ("sent", "resent", "replies", "stray_replies", "timeouts", "busy_retries")
 
 _generation = 0
@@ -76,6 +82,7 @@ class Session:
     caller serializes calls (client.py holds `lock`; aio.py runs on one event loop)."""
 
     proxied = False  # transport="proxy" has its own sessions (proxy_transport.py)
+    busy_budget = BUSY_BUDGET_S  # the client's busy_budget= (api.py sets it)
 
     def __init__(self, io, client_id: Optional[int], udp_port: int):
         self.io = io
@@ -140,7 +147,7 @@ class Session:
             return
         del self.inflight[msg.seq]
         self.stats["replies"] += 1
-        if msg.status == wire.ST_BUSY and e.attempts <= e.retries:
+        if msg.status == wire.ST_BUSY and (e.attempts <= e.retries or now - e.first_sent < self.busy_budget):
             # Not applied, and the node will not apply this id later: retry under a new id.
             e.busy += 1
             self._assign_seq(e)

@@ -35,8 +35,9 @@ Replies and the Result (status, then the exception error_for makes of it in a ca
   CLIENT_ERROR ..., ERROR                 BAD_REQUEST: ServerError (a write: DefinitelyFailed)
 Each Result carries the proxy's line in `detail`, which the exception's message quotes.
 
-No answer: a call waits at most timeout x (1 + retries) + 1 s for the next bytes from the proxy
-(its own resends take timeout-ms x (1 + retries), 1.25 s by default). Past that, or when the
+No answer: a call waits at most max(timeout x (1 + retries), 2 s + timeout) + 1 s for the next
+bytes from the proxy (its own resends take timeout-ms x (1 + retries), 1.25 s by default; a BUSY
+is retried for up to 2 s, dispatch.BUSY_BUDGET_S). Past that, or when the
 connection breaks, the connection is dropped; a request already sent ends with no reply (a read:
 Timeout; a write: UnknownOutcome), one not yet sent with "not sent" (a read: Timeout; a write:
 DefinitelyFailed). A proxy that cannot be reached is "not sent" for every request.
@@ -343,8 +344,9 @@ class Batch:
 
 
 def wait_budget(timeout: float, retries: int) -> float:
-    """How long a call waits for the proxy's next bytes."""
-    return timeout * (1 + retries) + WAIT_GRACE
+    """How long a call waits for the proxy's next bytes: the proxy's own resends, or its BUSY
+    retries (dispatch.BUSY_BUDGET_S past the first send, plus the last wait), whichever is longer."""
+    return max(timeout * (1 + retries), dispatch.BUSY_BUDGET_S + timeout) + WAIT_GRACE
 
 
 # ---- sessions: one per client and process ----

@@ -34,7 +34,8 @@ class NativePipeline {
       : io_(tx_fd, rx_fd), pipe_(io_, endpoint(mac, ip, port, service_ip, udp_port), client_id) {}
 
   // ops: [(op, key, value)]; returns ([(status or None, value, flags, latency_s, attempts)], seq)
-  py::tuple execute(const py::list& ops, double timeout_s, int retries, size_t window, uint32_t seq) {
+  py::tuple execute(const py::list& ops, double timeout_s, int retries, size_t window, uint32_t seq,
+                    double busy_budget_s) {
     std::vector<Op> in;
     in.reserve(ops.size());
     for (const auto& o : ops) {
@@ -45,7 +46,9 @@ class NativePipeline {
     pipe_.seq = seq;
     {
       py::gil_scoped_release nogil;
-      out = pipe_.execute(in, Options{window, timeout_s, retries});
+      Options opt{window, timeout_s, retries};
+      opt.busy_budget_s = busy_budget_s;
+      out = pipe_.execute(in, opt);
     }
     py::list res(out.size());
     for (size_t i = 0; i < out.size(); ++i) {
@@ -97,6 +100,6 @@ PYBIND11_MODULE(_exo_native, m) {
            py::arg("tx_fd"), py::arg("rx_fd"), py::arg("mac"), py::arg("ip"), py::arg("port"),
            py::arg("service_ip"), py::arg("udp_port"), py::arg("client_id"))
       .def("execute", &NativePipeline::execute, py::arg("ops"), py::arg("timeout_s"), py::arg("retries"),
-           py::arg("window"), py::arg("seq"))
+           py::arg("window"), py::arg("seq"), py::arg("busy_budget_s") = exo::client::EngineOptions{}.busy_budget_s)
       .def("stats", &NativePipeline::stats);
 }

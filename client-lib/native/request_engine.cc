@@ -158,7 +158,8 @@ void RequestEngine::on_reply(std::span<const uint8_t> payload, Time now, std::ve
     return;
   }
   ++stats_.replies;
-  if (r.status == wire::kBusy && it->second.attempts <= opt_.retries) {
+  if (r.status == wire::kBusy && (it->second.attempts <= opt_.retries ||
+                                   seconds(now - it->second.first_sent) < opt_.busy_budget_s)) {
     // Not applied, and the node will not apply this id later: retry under a new id.
     InFlight f = std::move(it->second);
     inflight_.erase(it);

@@ -8,7 +8,8 @@
 //    unknown, since any copy may have been applied);
 //  - a BUSY reply (not applied, and the node will never apply that id) is retried under a new
 //    seq after a backoff of min(timeout_s, busy_backoff_s * 2^min(busy replies, 6)), while
-//    attempts <= retries; the last BUSY is the outcome;
+//    attempts <= retries or less than busy_budget_s passed since the first send; the last BUSY
+//    is the outcome;
 //  - a reply is matched by (client_id, seq, key); anything else (a second answer to a resent
 //    request, another client's, garbage) is counted stray and dropped.
 // The engine never reads a clock or touches a socket: every call takes `now`, and frames go out
@@ -45,6 +46,12 @@ struct EngineOptions {
   double timeout_s = 0.25;
   int retries = 4;
   double busy_backoff_s = 0.02;  // doubled per BUSY reply of a request (first wait: 2x this)
+  // A BUSY is retried while attempts <= retries, and past that until this long after the
+  // request was first sent: a chain's hand-over to a new tail leaves its slot without a read
+  // server for a little over 1 s (GETs BUSY, docs/replication.md), and a BUSY is never applied,
+  // so waiting it out costs latency, not correctness. The same as BUSY_BUDGET_S in
+  // client-lib/exoskeleton/dispatch.py: both engines behave the same.
+  double busy_budget_s = 2.0;
 };
 
 struct Stats {

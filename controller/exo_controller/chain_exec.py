@@ -89,6 +89,7 @@ class ChainExecutor:
     def __init__(self, cfg, app, peers, clock: Callable[[], float] = time.monotonic):
         self.cfg, self.app, self.peers, self.clock = cfg, app, peers, clock
         self.rf = cfg.replication.factor
+        self.handover_group = cp.handover_group(cfg.switch.rule_update_rate)  # slots per hand-over
         self.liveness = DbLiveness.from_config(cfg)
         self.db_nodes = [d.name for d in cfg.db_nodes]
         self.cache_nodes = [c.name for c in cfg.cache_nodes]
@@ -368,6 +369,7 @@ class ChainExecutor:
             if node not in up or up[node] != rep.incarnation:
                 continue
             done = [s for s in rep.caught_up if s < len(self.table.slots) and node in self.table.slots[s].learners]
+            done = sorted(done)[:self.handover_group]  # the rest in the next rounds (cp.handover_group)
             if done and self.clock() >= self._handover_after.get(node, 0.0):
                 started = self.clock()
                 if self._execute(cp.caught_up(self.table, node, done)):

@@ -143,6 +143,16 @@ class Plan:
 
 
 HANDOVER_MIN_S = 1.0  # the least a slot stays without a read server in a hand-over
+HANDOVER_MOVE_S = 0.5  # the switch's rule budget one hand-over's read-rule moves may take
+
+
+def handover_group(rule_update_rate: float) -> int:
+    """How many caught-up slots one hand-over takes. A slot's GETs are BUSY from its quiet push
+    until its read rule has moved to the new reader, and moves go at the switch's R: 256 slots
+    at R = 50 take 5 s, longer than clients retry a BUSY (2 s, client-lib dispatch.BUSY_BUDGET_S).
+    In groups whose moves take about HANDOVER_MOVE_S, each slot is BUSY for about
+    HANDOVER_MIN_S + HANDOVER_MOVE_S, and the groups follow one another."""
+    return max(1, int(rule_update_rate * HANDOVER_MOVE_S))
 LEARNER_SETTLE_S = 0.2  # between a table's push to the other nodes and to its new learners
 
 

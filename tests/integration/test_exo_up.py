@@ -46,11 +46,15 @@ def env():
 @pytest.fixture
 def config(tmp_path, env) -> Path:
     path = tmp_path / "cluster.yaml"
-    r = exo(env, "config", "generate", "--cache", "1", "--db", "2", "--clients", "1", "--run-dir", str(RUN_DIR),
+    r = exo(env, "config", "generate", "--cache", "1", "--db", "3", "--clients", "1", "--run-dir", str(RUN_DIR),
             "-o", str(path))
     assert r.returncode == 0, r.stderr
     d = yaml.safe_load(path.read_text())
     d.setdefault("switch", {})["bridge"] = BRIDGE
+    # 16 slots, as docs/replication.md advises for a small replicated cluster: `exo node add`
+    # hands a node its reads in groups the switch moves in 0.5 s (chain_plan.handover_group), and
+    # 256 slots at R = 50 would make that part of the test take about 20 s.
+    d["switch"]["partition_bits"] = 4
     d["controller"]["openflow_port"] = 6677
     path.write_text(yaml.safe_dump(d, sort_keys=False))
     return path
@@ -89,7 +93,7 @@ def downed(env):
 def up(env, config) -> dict:
     r = exo(env, "up", "--config", str(config), "--fresh")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"cluster '{NAME}' is up: 1 cache (cache0), 2 db (db0, db1), 1 client hosts" in r.stdout
+    assert f"cluster '{NAME}' is up: 1 cache (cache0), 3 db (db0, db1, db2), 1 client hosts" in r.stdout
     return json.loads(Path(env["EXO_STATE_DIR"], f"{NAME}.json").read_text())
 
 
@@ -151,7 +155,7 @@ def test_up_use_and_down(env, config, downed):
     assert r.returncode == 0, r.stderr
     v = json.loads(r.stdout)
     assert [(n["name"], n["role"], n["state"]) for n in v["nodes"]] == [
-        ("cache0", "cache", "up"), ("db0", "db", "up"), ("db1", "db", "up")]
+        ("cache0", "cache", "up"), ("db0", "db", "up"), ("db1", "db", "up"), ("db2", "db", "up")]
     for field in ("requests_per_s", "hits_per_s", "hits", "cached_keys"):
         assert field in v["nodes"][0]
     assert v["nodes"][0]["hits"] > 0 and v["nodes"][0]["cached_keys"] >= 1
@@ -160,6 +164,29 @@ def test_up_use_and_down(env, config, downed):
     assert v["ruleset2"]["switch"] >= 1 and v["ruleset2"]["capacity"] == 4096 and v["controller_up"]
     r = exo(env, "stats", "--interval", "0.3")
     assert r.returncode == 0 and "cache0" in r.stdout and "Ruleset 2:" in r.stdout
+
+    # Membership of the running cluster (docs/replication.md, `exo node`): three db nodes, so
+    # replication.factor auto made every slot a chain of all three.
+    def members() -> dict[str, tuple[str, str]]:
+        r = exo(env, "node", "list")
+        assert r.returncode == 0, r.stderr
+        rows = [line.split() for line in r.stdout.splitlines()[2:]]
+        return {row[0]: (row[1], row[6]) for row in rows}  # name -> (member, learning slots)
+    assert {n: m for n, (m, _) in members().items()} == {"db0": "yes", "db1": "yes", "db2": "yes"}
+    r = exo(env, "node", "remove", "db2")
+    assert r.returncode == 0 and r.stdout.startswith("remove db2: done"), r.stdout + r.stderr
+    assert members()["db2"][0] == "no"
+    assert exo(env, "set", "colour", "blue").stdout == "STORED\n"  # chains of two still write
+    r = exo(env, "node", "add", "db2")
+    assert r.returncode == 0 and r.stdout.startswith("add db2: done"), r.stdout + r.stderr
+    deadline = time.monotonic() + 30
+    while members()["db2"] != ("yes", "-") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert members()["db2"] == ("yes", "-"), "db2 did not catch up as a member"
+    r = exo(env, "get", "colour")
+    assert (r.returncode, r.stdout) == (0, "blue\n"), r.stderr + exo(env, "node", "list").stdout
+    r = exo(env, "node", "remove", "db9")
+    assert r.returncode == 2 and "db9" in r.stderr
 
     r = exo(env, "down")
     assert r.returncode == 0 and f"cluster '{NAME}' is down" in r.stdout, r.stdout + r.stderr

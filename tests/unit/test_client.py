@@ -5,6 +5,8 @@ interface, and the native path (exoskeleton.native) over the same; the last two 
 tests/unit/loopback_node.py and need root and, for native, `make build` (client_fakes.py)."""
 import socket
 
+import time
+
 import pytest
 
 from exoskeleton import KeyTooLong, ServerError, Timeout, ValueTooLarge, wire
@@ -160,13 +162,26 @@ def test_busy_is_retried_under_a_new_request_id(make):
     assert c.stats["busy_retries"] == 2
 
 
-def test_busy_after_every_retry_is_definitely_failed(make):
-    from exoskeleton import DefinitelyFailed
-    c = make(lambda m, a: [reply_to(m, status=wire.ST_BUSY)])
+def test_busy_after_every_retry_and_the_busy_budget_is_definitely_failed(make):
+    # BUSY is retried past `retries` until busy_budget (default dispatch.BUSY_BUDGET_S, 2 s)
+    # after the first send (a chain's hand-over answers GETs BUSY for a little over 1 s), each
+    # retry under its own id; then the last BUSY is the outcome. The native engine does the same.
+    from exoskeleton import Client, DefinitelyFailed
+    from exoskeleton.dispatch import BUSY_BUDGET_S
+    assert Client("fake0", io=object()).busy_budget == BUSY_BUDGET_S == 2.0
+    c = make(lambda m, a: [reply_to(m, status=wire.ST_BUSY)], busy_budget=0.3)
+    t0 = time.monotonic()
     with pytest.raises(DefinitelyFailed):
         c.set(b"k", b"v")
-    assert len(c.sent_frames) == 3  # first try + 2 retries, each under its own id
-
+    took = time.monotonic() - t0
+    assert 0.3 <= took < 1.3
+    assert len(c.sent_frames) > 3  # more than first try + 2 retries
+    assert len({f.msg.seq for f in c.sent_frames}) == len(c.sent_frames)
+    # busy_budget=0: the last retry's BUSY is the outcome (first try + 2 retries)
+    c = make(lambda m, a: [reply_to(m, status=wire.ST_BUSY)], busy_budget=0)
+    with pytest.raises(DefinitelyFailed):
+        c.set(b"k", b"v")
+    assert len(c.sent_frames) == 3
 
 
 def test_stream_calls_back_once_per_request(make):

@@ -125,7 +125,8 @@ def scripted(wrap):
 
 
 def test_scripted_exchange_through_the_wrapper_gives_the_documented_history():
-    h, c = scripted(lambda io, h: Client("fake0", io=RecordingIO(io, h, "c0"), timeout=0.01, retries=2))
+    h, c = scripted(lambda io, h: Client("fake0", io=RecordingIO(io, h, "c0"), timeout=0.01, retries=2,
+                                                    busy_budget=0))
     assert h.as_dicts() == NEW
     assert h.pending() == [h.ops[4]]                      # the unanswered GET
     assert c.io.stats == {"invoked": 8, "completed": 10, "busy_reopened": 3, "unparsed": 0}
@@ -135,7 +136,7 @@ def test_scripted_exchange_through_the_wrapper_gives_the_documented_history():
 
 
 def test_client_history_keyword_wraps_the_io_in_the_recorder():
-    h, c = scripted(lambda io, h: Client("fake0", io=io, timeout=0.01, retries=2, history=h,
+    h, c = scripted(lambda io, h: Client("fake0", io=io, timeout=0.01, retries=2, history=h, busy_budget=0,
                                          history_name="c0"))
     assert isinstance(c.io, RecordingIO) and h.as_dicts() == NEW
     assert len(c.io.sent) == 16   # other attributes are the wrapped io's
@@ -223,7 +224,7 @@ def test_identical_request_after_a_busy_give_up_reopens_the_failed_op():
     # The documented approximation: the recorder cannot tell this from a retry.
     io = ScriptedIO()
     h = History(clock=io.clock)
-    c = Client("fake0", io=RecordingIO(io, h, "c0"), timeout=0.01, retries=1)
+    c = Client("fake0", io=RecordingIO(io, h, "c0"), timeout=0.01, retries=1, busy_budget=0)
     with pytest.raises(DefinitelyFailed):
         c.set(b"e", b"5")
     assert [d["outcome"] for d in h.as_dicts()] == ["fail"]

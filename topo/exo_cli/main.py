@@ -88,8 +88,11 @@ def cmd_reference(args) -> int:
 
 def cmd_generate(args) -> int:
     from exo_topo.configgen import emulation_config, emulation_config_dict
-    d = emulation_config_dict(args.cache, args.db, args.clients, args.run_dir)
-    emulation_config(args.cache, args.db, args.clients, args.run_dir)  # validate
+    # The schema's default for a user's cluster (auto: chains of 3 from 3 db nodes), not the
+    # generator's factor 1 for tests and figures.
+    factor = args.replication if args.replication == "auto" else int(args.replication)
+    d = emulation_config_dict(args.cache, args.db, args.clients, args.run_dir, replication={"factor": factor})
+    emulation_config(args.cache, args.db, args.clients, args.run_dir, replication={"factor": factor})  # validate
     text = yaml.safe_dump(d, sort_keys=False)
     if args.output:
         Path(args.output).write_text(text)
@@ -294,6 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--db", type=int, default=4)
     gen.add_argument("--clients", type=int, default=2)
     gen.add_argument("--run-dir", default="/tmp/exo/cluster")
+    gen.add_argument("--replication", default="auto", metavar="auto|N",
+                     help="replication.factor (default auto: 3 with at least 3 db nodes, else 1)")
     gen.add_argument("-o", "--output")
     for sp in (chk, res, prom):
         sp.set_defaults(func=cmd_config)
