@@ -2,8 +2,9 @@
 # C++ unit tests under AddressSanitizer + UndefinedBehaviorSanitizer, then a fuzz run of every
 # frame and message parser target (libFuzzer, same sanitizers). Each target runs FUZZ_SECONDS if
 # set (`make fuzz` sets 600), else its short default below (`make test`: 20 s for the packet
-# parsers, 10-15 s for the rest; about 2 minutes in all). Prints one line per target (executions,
-# seconds, crashes) and writes them to results/fuzz.json as {target: {runs, seconds, crashes}}.
+# parsers, 10-15 s for the rest: about 4 minutes of target time, 2 minutes on 2 cores, where two
+# targets run at once). Prints one line per target (executions, seconds, crashes) and writes
+# them to results/fuzz.json as {target: {runs, seconds, crashes}}.
 # Every target runs even if one crashes; the script then fails, naming the saved inputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,16 +55,16 @@ corpus="$BUILD/corpus"
 .venv/bin/python scripts/make_fuzz_seeds.py "$corpus"
 logs="$BUILD/fuzz-logs"
 mkdir -p "$logs" results
-json="{"
-failed=()
-for entry in "${FUZZERS[@]}"; do
+
+# One target: runs it, then writes "<runs> <seconds> <crashes>" to $logs/<name>.result.
+fuzz_one() {
+  local entry=$1 f name secs log rc=0 start runs took crashes
   f=$(fuzz_path "$entry")
   name=$(basename "$f")
   secs=${FUZZ_SECONDS:-${entry##*:}}
   log="$logs/$name.log"
-  rm -f "$logs/$name"-crash-* "$logs/$name"-leak-* "$logs/$name"-timeout-* "$logs/$name"-oom-*
+  rm -f "$logs/$name"-crash-* "$logs/$name"-leak-* "$logs/$name"-timeout-* "$logs/$name"-oom-* "$logs/$name.result"
   mkdir -p "$corpus/$name"
-  rc=0
   start=$SECONDS
   "$BUILD/$f" -max_total_time="$secs" -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$logs/$name-" "$corpus/$name" > "$log" 2>&1 || rc=$?
@@ -71,15 +72,32 @@ for entry in "${FUZZERS[@]}"; do
   runs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)
   [[ -n "$runs" ]] || runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -1)
   [[ -n "$runs" ]] || runs=$(sed -n 's/^#\([0-9]*\).*/\1/p' "$log" | tail -1)
-  runs=${runs:-0}
   took=$((SECONDS - start))
   crashes=$(find "$logs" -maxdepth 1 -type f \( -name "$name-crash-*" -o -name "$name-leak-*" \
              -o -name "$name-timeout-*" -o -name "$name-oom-*" \) | wc -l)
   if ((rc != 0)) && ((crashes == 0)); then crashes=1; fi  # died without saving an input
-  echo "$name: $runs executions in ${took}s, $crashes crash(es)"
+  echo "${runs:-0} $took $crashes" > "$logs/$name.result"
+  echo "$name: ${runs:-0} executions in ${took}s, $crashes crash(es)"
+}
+
+# Targets run FUZZ_JOBS at a time (default: one per core). Each libFuzzer run is one process on
+# one core, so on 2 cores two at once keep every target's time and rate while the whole run
+# takes half as long.
+jobs_max=${FUZZ_JOBS:-$(nproc)}
+for entry in "${FUZZERS[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
+  fuzz_one "$entry" &
+done
+wait
+
+json="{"
+failed=()
+for entry in "${FUZZERS[@]}"; do
+  name=$(basename "$(fuzz_path "$entry")")
+  read -r runs took crashes < "$logs/$name.result" || { runs=0; took=0; crashes=1; }
   json+=$([[ "$json" == "{" ]] || echo ",")$'\n  '"\"$name\": {\"runs\": $runs, \"seconds\": $took, \"crashes\": $crashes}"
   if ((crashes > 0)); then
-    tail -40 "$log"
+    tail -40 "$logs/$name.log"
     failed+=("$name")
   fi
 done
