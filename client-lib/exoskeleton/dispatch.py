@@ -26,7 +26,8 @@ from .request import Request, Result
 # A BUSY is retried while attempts <= retries, and past that until this long after the request
 # was first sent: a chain's hand-over to a new tail leaves its slot without a read server for a
 # little over 1 s (GETs BUSY, docs/replication.md), and a BUSY is never applied, so waiting it
-# out costs latency, not correctness. The native engine's EngineOptions::busy_budget_s is the same.
+# out costs latency, not correctness. The native engine's EngineOptions::busy_budget_s is the same
+# number (tests/unit/test_client.py checks it against the built module's BUSY_BUDGET_S).
 BUSY_BUDGET_S = 2.0
 
 STAT_NAMES = ("sent", "resent", "replies", "stray_replies", "timeouts", "busy_retries")

@@ -102,4 +102,7 @@ PYBIND11_MODULE(_exo_native, m) {
       .def("execute", &NativePipeline::execute, py::arg("ops"), py::arg("timeout_s"), py::arg("retries"),
            py::arg("window"), py::arg("seq"), py::arg("busy_budget_s") = exo::client::EngineOptions{}.busy_budget_s)
       .def("stats", &NativePipeline::stats);
+  // The engine's BUSY budget default (exo-proxy uses it): tests check that the Python engine's
+  // dispatch.BUSY_BUDGET_S is the same number.
+  m.attr("BUSY_BUDGET_S") = exo::client::EngineOptions{}.busy_budget_s;
 }

@@ -50,7 +50,7 @@ struct EngineOptions {
   // request was first sent: a chain's hand-over to a new tail leaves its slot without a read
   // server for a little over 1 s (GETs BUSY, docs/replication.md), and a BUSY is never applied,
   // so waiting it out costs latency, not correctness. The same as BUSY_BUDGET_S in
-  // client-lib/exoskeleton/dispatch.py: both engines behave the same.
+  // client-lib/exoskeleton/dispatch.py (tests/unit/test_client.py checks that they agree).
   double busy_budget_s = 2.0;
 };
 

@@ -28,6 +28,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional
 
+from .etcd_keys import cluster_prefix
+
 LOG = logging.getLogger("exo_controller.book")
 MAX_TXN_OPS = 128  # etcd's --max-txn-ops default: a Txn with more operations is refused
 
@@ -37,7 +39,7 @@ Refs = Mapping[int, "OrderedDict[str, int]"]  # hash -> node -> refcount, oldest
 
 
 def prefix(cfg) -> str:
-    return f"/exo/{cfg.cluster.name}/book/"
+    return f"{cluster_prefix(cfg)}/book/"
 
 
 def key(base: str, node: str, h: int) -> str:

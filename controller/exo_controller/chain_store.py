@@ -19,12 +19,13 @@ import logging
 from typing import Optional
 
 from . import chain_plan as cp
+from .etcd_keys import cluster_prefix
 
 LOG = logging.getLogger("exo_controller.chains")
 
 
 def keys(cfg) -> tuple[str, str]:
-    base = f"/exo/{cfg.cluster.name}"
+    base = cluster_prefix(cfg)
     return f"{base}/chains", f"{base}/members"
 
 

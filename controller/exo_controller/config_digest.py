@@ -25,12 +25,14 @@ import json
 import logging
 from typing import Any, Mapping, Optional
 
+from .etcd_keys import cluster_prefix
+
 LOG = logging.getLogger("exo_controller.config_digest")
 PER_INSTANCE = ("openflow_port", "grpc", "metrics", "etcd")
 
 
 def key(cfg) -> str:
-    return f"/exo/{cfg.cluster.name}/config"
+    return f"{cluster_prefix(cfg)}/config"
 
 
 def digestible(cfg) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import grpc
 from exo_common import tls
 from exoproto import control_pb2, control_pb2_grpc
 
+from .etcd_keys import cluster_prefix
 from .leadership import PROBE_OK, PROBE_REFUSED, PROBE_TIMEOUT, Leader, Resign, RevokeLeader
 
 LOG = logging.getLogger("exo_controller.failover")
@@ -48,7 +49,7 @@ def classify(err: grpc.RpcError) -> str:
 
 
 def election_prefix(cfg) -> str:
-    return f"/exo/{cfg.cluster.name}/leader"
+    return f"{cluster_prefix(cfg)}/leader"
 
 
 class Failover:

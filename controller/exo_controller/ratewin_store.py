@@ -28,6 +28,7 @@ import logging
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from .etcd_keys import cluster_prefix
 from .rule_updater import CLOCK_RESOLUTION_S, SEND_GUARD_S
 
 LOG = logging.getLogger("exo_controller.ratewin")
@@ -38,7 +39,7 @@ CLOCK_GUARD_S = 0.05
 
 
 def key(cfg) -> str:
-    return f"/exo/{cfg.cluster.name}/ratewin"
+    return f"{cluster_prefix(cfg)}/ratewin"
 
 
 @dataclass(frozen=True)

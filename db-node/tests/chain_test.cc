@@ -114,6 +114,17 @@ class ChainTest : public ::testing::Test {
     }
     return keys;
   }
+  // Db node `i`'s ChainStatus once it reports `slots` slots caught up, or after 2 s.
+  exo::ChainStatusReply status_once_caught_up(int i, int slots) {
+    exo::ChainStatusReply st;
+    for (int n = 0; n < 100; ++n) {
+      st.Clear();
+      parts[i]->chain.status(&st);
+      if (st.caught_up_size() == slots) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return st;
+  }
   uint64_t counter(int i, const char* name) {
     for (const auto& [n, v] : parts[i]->service.counters())
       if (n == name) return v;
@@ -300,13 +311,7 @@ TEST_F(ChainTest, ALearnerCopiesTheSlotAndThenServesAsTail) {
   auto r = send(0, request(wire::kPut, keys[0], "live", 200));  // reaches the learner live
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, wire::kOk);
-  exo::ChainStatusReply st;
-  for (int i = 0; i < 100; ++i) {
-    st.Clear();
-    parts[2]->chain.status(&st);
-    if (st.caught_up_size() == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const exo::ChainStatusReply st = status_once_caught_up(2, 1);
   ASSERT_EQ(st.caught_up_size(), 1);
   EXPECT_EQ(st.caught_up(0), 0u);
   EXPECT_EQ(stores[2]->data[keys[0]], "live");  // the live write won over the copy
@@ -340,13 +345,7 @@ TEST_F(ChainTest, CopyRecordsBeforeDataSoALateForwardIsNotMistakenForAResend) {
     stores[2]->fail_put = false;
   };
   push(3, {{{"db0", "db1"}, {"db2"}, "db1"}, {{"db1", "db0"}, {}, "db0"}});
-  exo::ChainStatusReply st;
-  for (int i = 0; i < 100; ++i) {
-    st.Clear();
-    parts[2]->chain.status(&st);
-    if (st.caught_up_size() == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const exo::ChainStatusReply st = status_once_caught_up(2, 1);
   ASSERT_EQ(st.caught_up_size(), 1);
   ASSERT_EQ(scans, 2);
   stores[1]->before_scan = nullptr;

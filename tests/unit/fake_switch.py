@@ -185,3 +185,12 @@ class FakeDatapath:
 
     def stats_requests(self):
         return [m for m in self.sent if isinstance(m, parser.OFPFlowStatsRequest)]
+
+
+def wait_for(pred, timeout=3.0):
+    """Polls until `pred()` holds (the app reacts to a fake switch event on its own threads);
+    fails the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.005)

@@ -11,6 +11,7 @@ import pytest
 
 from etcd_fixtures import client, etcd_plain  # noqa: F401  (fixtures)
 from exo_common.etcd import Election, revoke_leader
+from exo_controller.failover import election_prefix
 from exo_controller.book_store import (MAX_TXN_OPS, BookStoreError, EtcdBookStore, chunks, decode, encode,
                                        key, plan)
 from exo_controller.flows import CacheRule
@@ -22,7 +23,7 @@ TTL = 1
 
 def store_for(client, name="c1", cluster=None):
     cfg = types.SimpleNamespace(cluster=types.SimpleNamespace(name=cluster or f"t-{uuid.uuid4().hex[:8]}"))
-    election = Election(client, f"/exo/{cfg.cluster.name}/leader", name, TTL)
+    election = Election(client, election_prefix(cfg), name, TTL)
     election.campaign(timeout_s=5)
     fo = types.SimpleNamespace(client=client, election=election)
     return cfg, EtcdBookStore(cfg, fo, NODES), election

@@ -8,6 +8,7 @@ import pytest
 
 from etcd_fixtures import client, etcd_plain  # noqa: F401  (fixtures)
 from exo_common.etcd import Election, revoke_leader
+from exo_controller.failover import election_prefix
 from exo_controller import chain_plan as cp
 from exo_controller.chain_store import EtcdChainStore, decode, encode
 
@@ -21,7 +22,7 @@ def table(version=7):
 
 def store_for(client, name):
     cfg = types.SimpleNamespace(cluster=types.SimpleNamespace(name=f"t-{uuid.uuid4().hex[:8]}"))
-    election = Election(client, f"/exo/{cfg.cluster.name}/leader", name, TTL)
+    election = Election(client, election_prefix(cfg), name, TTL)
     election.campaign(timeout_s=5)
     return cfg, EtcdChainStore(cfg, types.SimpleNamespace(client=client, election=election)), election
 

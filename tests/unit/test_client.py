@@ -184,6 +184,18 @@ def test_busy_after_every_retry_and_the_busy_budget_is_definitely_failed(make):
     assert len(c.sent_frames) == 3
 
 
+def test_both_engines_and_exo_proxy_share_one_busy_budget():
+    """One number in two languages: the Python engine's BUSY_BUDGET_S and the native engine's
+    default (which exo-proxy runs with)."""
+    from conftest_ci import missing_or_fail
+    from exoskeleton import native
+    from exoskeleton.dispatch import BUSY_BUDGET_S
+    mod, why = native.load()
+    if mod is None:
+        missing_or_fail(why)
+    assert mod.BUSY_BUDGET_S == BUSY_BUDGET_S
+
+
 def test_stream_calls_back_once_per_request(make):
     # the native path runs stream() in chunks of windows (Client.NATIVE_CHUNK_WINDOWS)
     from exoskeleton import Request

@@ -26,13 +26,6 @@ from fake_switch import FakeDatapath, H
 RATE = 1000.0
 
 
-def wait_for(pred, timeout=3.0):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.005)
-
-
 @pytest.fixture
 def master(client, cluster_dict):
     """An app whose Failover won the election, connected and confirmed MASTER; before that, an

@@ -20,7 +20,7 @@ from exo_controller.liveness import DOWN, REJOINING, UP
 from exo_controller.monitor import ClusterMonitor, GrpcPeers
 from exoproto import control_pb2, control_pb2_grpc
 from exoskeleton.keyhash import key_hash
-from fake_switch import FakeDatapath, H  # H(i): key hash number i (i << flows.IP_SHIFT)
+from fake_switch import FakeDatapath, H, wait_for  # H(i): key hash number i (i << flows.IP_SHIFT)
 
 
 class Unavailable(Exception):
@@ -270,13 +270,6 @@ def connect(app, table=None):
     app._switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     assert app.connected.wait(2)
     return dp
-
-
-def wait_for(pred, timeout=3.0):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.005)
 
 
 @pytest.fixture

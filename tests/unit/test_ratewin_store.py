@@ -10,6 +10,7 @@ import pytest
 
 from etcd_fixtures import client, etcd_plain  # noqa: F401  (fixtures)
 from exo_common.etcd import Election, revoke_leader
+from exo_controller.failover import election_prefix
 from exo_controller.flows import CacheRule
 from exo_controller.ratewin_store import (CLOCK_GUARD_S, BatchRecord, EtcdRateWindowStore, RateWindowStoreError,
                                           decode, encode, prune, seed_leave_times)
@@ -115,7 +116,7 @@ def test_without_a_record_the_new_master_waits_a_full_second():
 
 def store_for(client):
     cfg = types.SimpleNamespace(cluster=types.SimpleNamespace(name=f"t-{uuid.uuid4().hex[:8]}"))
-    election = Election(client, f"/exo/{cfg.cluster.name}/leader", "c1", 1)
+    election = Election(client, election_prefix(cfg), "c1", 1)
     election.campaign(timeout_s=5)
     return EtcdRateWindowStore(cfg, types.SimpleNamespace(client=client, election=election)), election
 
